@@ -1,0 +1,159 @@
+package io.github.panamaverbs.verbs;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.bindings.ibv_device;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * An RDMA device present on this host, as {@code ibv_get_device_list} reports it: a snapshot of
+ * its name and identity. {@link #open()} it to get a {@link Context}, through which everything else
+ * is created.
+ *
+ * <pre>{@code
+ * for (Device d : Device.list()) {
+ *     System.out.println(d.name() + " " + d.guidString() + " " + d.transport());
+ * }
+ * try (Context ctx = Device.open("rxe0")) { ... }
+ * }</pre>
+ *
+ * @param name       the kernel's name for the device ({@code rxe0}, {@code mlx5_0}, {@code siw0})
+ * @param guid       the node GUID, in host byte order ({@code ibv_get_device_guid}); 0 if it has none
+ * @param nodeType   what kind of node it is
+ * @param transport  the transport it speaks (RoCE devices report {@link TransportType#IB})
+ * @param devName    the uverbs device name ({@code uverbs0})
+ * @param devPath    the uverbs sysfs path
+ * @param ibdevPath  the infiniband device's sysfs path
+ */
+public record Device(String name, long guid, NodeType nodeType, TransportType transport,
+                     String devName, String devPath, String ibdevPath) {
+
+    private static final MethodHandle GET_DEVICE_LIST = Native.withErrno(
+            Verbs.ibv_get_device_list$address(), Verbs.ibv_get_device_list$descriptor());
+    private static final MethodHandle FREE_DEVICE_LIST = Native.plain(
+            Verbs.ibv_free_device_list$address(), Verbs.ibv_free_device_list$descriptor());
+    private static final MethodHandle OPEN_DEVICE = Native.withErrno(
+            Verbs.ibv_open_device$address(), Verbs.ibv_open_device$descriptor());
+
+    /**
+     * The RDMA devices on this host ({@code ibv_get_device_list}). An empty list where the host has
+     * none, including when the kernel has no RDMA support at all.
+     *
+     * @throws VerbsException if listing fails for another reason
+     */
+    public static List<Device> list() {
+        return withDeviceList(devices -> {
+            List<Device> result = new ArrayList<>(devices.size());
+            for (MemorySegment d : devices) {
+                result.add(describe(d));
+            }
+            return List.copyOf(result);
+        });
+    }
+
+    /**
+     * Opens the device called {@code name} ({@code ibv_open_device}).
+     *
+     * @throws VerbsException naming the devices that exist if there is none of that name, or if
+     *                        opening fails
+     */
+    public static Context open(String name) {
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("device name is empty");
+        }
+        return withDeviceList(devices -> {
+            for (MemorySegment d : devices) {
+                if (name.equals(ibv_device.name(d).getString(0))) {
+                    return openDevice(d);
+                }
+            }
+            String found = devices.isEmpty() ? "none"
+                    : devices.stream().map(d -> ibv_device.name(d).getString(0)).collect(Collectors.joining(", "));
+            throw new VerbsException("ibv_open_device", Errno.ENODEV,
+                    "no RDMA device named " + name + "; found: " + found);
+        });
+    }
+
+    /** Opens this device ({@code ibv_open_device}); see {@link #open(String)}. */
+    public Context open() {
+        return open(name);
+    }
+
+    /** The node GUID as {@code ibv_devinfo} prints it: four groups of four hex digits. */
+    public String guidString() {
+        return formatGuid(guid);
+    }
+
+    static String formatGuid(long guid) {
+        String hex = HexFormat.of().toHexDigits(guid);
+        return hex.substring(0, 4) + ':' + hex.substring(4, 8) + ':' + hex.substring(8, 12) + ':' + hex.substring(12);
+    }
+
+    private static Device describe(MemorySegment d) {
+        long beGuid;
+        try {
+            beGuid = (long) Verbs.ibv_get_device_guid$handle().invokeExact(d);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        return new Device(ibv_device.name(d).getString(0), Long.reverseBytes(beGuid),
+                NodeType.of(ibv_device.node_type(d)), TransportType.of(ibv_device.transport_type(d)),
+                ibv_device.dev_name(d).getString(0), ibv_device.dev_path(d).getString(0),
+                ibv_device.ibdev_path(d).getString(0));
+    }
+
+    private static Context openDevice(MemorySegment device) {
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(call);
+            MemorySegment ctx = (MemorySegment) OPEN_DEVICE.invokeExact(errno, device);
+            if (ctx.address() == 0) {
+                throw Native.fail("ibv_open_device", Native.errno(errno));
+            }
+            return new Context(ctx, describe(device));
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * Runs {@code action} over the device list and frees the list afterwards. Where the kernel has
+     * no RDMA support, {@code ibv_get_device_list} returns NULL (errno ENOSYS): that is an empty
+     * list here, and NULL is never passed to {@code ibv_free_device_list}.
+     */
+    private static <T> T withDeviceList(Function<List<MemorySegment>, T> action) {
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(call);
+            MemorySegment count = call.allocate(JAVA_INT);
+            MemorySegment list = (MemorySegment) GET_DEVICE_LIST.invokeExact(errno, count);
+            if (list.address() == 0) {
+                int e = Native.errno(errno);
+                if (e == Errno.ENOSYS || e == Errno.ENODEV || e == Errno.ENOENT || e == 0) {
+                    return action.apply(List.of());
+                }
+                throw Native.fail("ibv_get_device_list", e);
+            }
+            try {
+                int n = count.get(JAVA_INT, 0);
+                MemorySegment array = list.reinterpret(ADDRESS.byteSize() * n);
+                List<MemorySegment> devices = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    devices.add(array.getAtIndex(ADDRESS, i).reinterpret(ibv_device.sizeof()));
+                }
+                return action.apply(devices);
+            } finally {
+                FREE_DEVICE_LIST.invokeExact(list);
+            }
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+package io.github.panamaverbs.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The one place for native call plumbing: downcall handles that capture {@code errno}, and how a
+ * failed verb becomes a {@link VerbsException}.
+ *
+ * <p>Control-path verbs are called through handles made here from the generated bindings' address
+ * and descriptor, with {@link Linker.Option#captureCallState(String...)} so that {@code errno} is read
+ * right after the call, before the JVM can change it. Their first argument is the capture segment
+ * (see {@link #errnoSegment(Arena)}).
+ */
+final class Native {
+    static final Linker LINKER = Linker.nativeLinker();
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+
+    private Native() {
+    }
+
+    /** A downcall handle for a C function that sets errno: its first parameter is the capture segment. */
+    static MethodHandle withErrno(MemorySegment address, FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(address, descriptor, CAPTURE_ERRNO);
+    }
+
+    /** A plain downcall handle. */
+    static MethodHandle plain(MemorySegment address, FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(address, descriptor);
+    }
+
+    /** Space for the errno of one call. */
+    static MemorySegment errnoSegment(Arena arena) {
+        return arena.allocate(CAPTURE_LAYOUT);
+    }
+
+    /** The errno captured by the call that was given {@code capture}. */
+    static int errno(MemorySegment capture) {
+        return (int) ERRNO.get(capture, 0L);
+    }
+
+    /**
+     * A {@link VerbsException} for {@code verb} failing with {@code errno}, with a hint for the
+     * causes that are common enough to name.
+     */
+    static VerbsException fail(String verb, int errno) {
+        return new VerbsException(verb, errno, hint(verb, errno));
+    }
+
+    static String hint(String verb, int errno) {
+        if (errno == Errno.ENOMEM && (verb.contains("reg_mr") || verb.contains("create_cq")
+                || verb.contains("create_qp") || verb.contains("create_srq"))) {
+            return "registering memory pins it, and pinned memory is limited by RLIMIT_MEMLOCK: "
+                    + "raise it with 'ulimit -l unlimited' (or memlock in /etc/security/limits.conf)";
+        }
+        if (errno == Errno.ENOSYS || errno == Errno.ENODEV && verb.equals("ibv_open_device")) {
+            return "no RDMA support: the kernel has no RDMA devices (load rdma_rxe or siw, or run under scripts/with-rdma)";
+        }
+        if (errno == Errno.EACCES && verb.contains("open_device")) {
+            return "no permission for /dev/infiniband/uverbs*";
+        }
+        if (errno == Errno.EINVAL && verb.equals("ibv_modify_qp")) {
+            return "an attribute or the attribute mask is not valid for this state transition";
+        }
+        return null;
+    }
+
+    /**
+     * Checks the int result of a verb. Verbs report failure either as a positive errno value
+     * ({@code ibv_dealloc_pd}, {@code ibv_modify_qp}) or as -1 with errno set ({@code ibv_close_device});
+     * both end here.
+     */
+    static void check(String verb, int rc, MemorySegment capture) {
+        if (rc != 0) {
+            throw fail(verb, rc > 0 ? rc : errno(capture));
+        }
+    }
+
+    /** Re-throws what {@code invokeExact} threw: unchecked as is, anything else wrapped. */
+    static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            throw r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        throw new IllegalStateException("unexpected exception from a native call", t);
+    }
+}

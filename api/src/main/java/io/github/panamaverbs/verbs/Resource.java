@@ -1,0 +1,115 @@
+package io.github.panamaverbs.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Lifetime of one native verbs object: the one place where handles are tied to arenas and where
+ * the closing rule lives.
+ *
+ * <p><b>The closing rule.</b> A resource can't be closed while a resource that was created from it
+ * or uses it is still open: closing a {@link ProtectionDomain} with a live memory region or queue
+ * pair, a completion queue that a queue pair still uses, or a context with anything open under it
+ * throws {@link IllegalStateException} naming what is still open, and leaves everything open.
+ * Close in the reverse order of creation; try-with-resources does exactly that. Closing twice
+ * throws {@link IllegalStateException}; so does any use after close.
+ *
+ * <p>Each resource owns a shared {@link Arena}; the pointer to its C struct is a segment of that
+ * arena, so after {@link #close()} FFM itself refuses every access to it, from any thread, and a
+ * freed pointer never reaches C. Closing fails (and nothing is freed) while another thread is in a
+ * call that uses the resource.
+ */
+public abstract class Resource implements AutoCloseable {
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment handle;
+    private final Resource[] uses;
+    private final Set<Resource> users = new LinkedHashSet<>();
+    private boolean closed;
+
+    /**
+     * @param pointer the C object, as returned by the verb that created it
+     * @param size    the size of the C struct, so that field reads are bounds-checked
+     * @param uses    the resources this one was created from or refers to (null entries ignored)
+     */
+    Resource(MemorySegment pointer, long size, Resource... uses) {
+        this.handle = pointer.reinterpret(size, arena, null);
+        List<Resource> list = new ArrayList<>();
+        for (Resource r : uses) {
+            if (r != null && !list.contains(r)) {
+                list.add(r);
+            }
+        }
+        this.uses = list.toArray(new Resource[0]);
+        for (Resource r : this.uses) {
+            r.addUser(this);
+        }
+    }
+
+    /**
+     * Checks that {@code parent} is open before a child is created from it: call this before the
+     * creating verb so that a closed parent fails in Java, not in C.
+     */
+    static MemorySegment checkOpen(Resource parent) {
+        return parent.handle();
+    }
+
+    private synchronized void addUser(Resource user) {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        users.add(user);
+    }
+
+    private synchronized void removeUser(Resource user) {
+        users.remove(user);
+    }
+
+    /** The C struct; throws {@link IllegalStateException} once closed. */
+    final MemorySegment handle() {
+        if (!handle.scope().isAlive()) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        return handle;
+    }
+
+    /** Whether {@link #close()} has completed. */
+    public final synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Destroys the C object ({@code ibv_dealloc_pd}, {@code ibv_destroy_qp}, …).
+     *
+     * @throws IllegalStateException if already closed or if resources created from this one are open
+     * @throws VerbsException        if the C verb fails
+     */
+    @Override
+    public final void close() {
+        MemorySegment address;
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException(this + " is already closed");
+            }
+            if (!users.isEmpty()) {
+                throw new IllegalStateException("cannot close " + this + ": still in use by " + users
+                        + "; close those first");
+            }
+            address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
+            // Closing the arena first makes every later use fail in Java; it throws (and nothing
+            // is freed) if another thread is in a call that uses this resource right now.
+            arena.close();
+            closed = true;
+        }
+        for (Resource r : uses) {
+            r.removeUser(this);
+        }
+        destroy(address);
+    }
+
+    /** Calls the C destroy verb on the object at {@code address}; throws {@link VerbsException}. */
+    abstract void destroy(MemorySegment address);
+}

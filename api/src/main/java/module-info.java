@@ -1,0 +1,13 @@
+/**
+ * panama-verbs: RDMA verbs for Java through the Foreign Function and Memory API.
+ *
+ * <p>The package {@link io.github.panamaverbs.verbs} holds the typed API. The generated bindings
+ * ({@code io.github.panamaverbs.bindings}) are an implementation detail and are not exported.
+ * Applications run with {@code --enable-native-access=io.github.panamaverbs.bindings,io.github.panamaverbs}
+ * (or {@code ALL-UNNAMED} on the class path).
+ */
+module io.github.panamaverbs {
+    requires io.github.panamaverbs.bindings;
+
+    exports io.github.panamaverbs.verbs;
+}

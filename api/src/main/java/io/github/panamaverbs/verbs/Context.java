@@ -1,10 +1,27 @@
 package io.github.panamaverbs.verbs;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.bindings.ibv_async_event;
 import io.github.panamaverbs.bindings.ibv_context;
+import io.github.panamaverbs.bindings.ibv_device_attr_ex;
+import io.github.panamaverbs.bindings.ibv_gid_entry;
+import io.github.panamaverbs.bindings.ibv_port_attr;
+import io.github.panamaverbs.bindings.verbs_context;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * An open RDMA device: {@code struct ibv_context}. Everything else — protection domains, completion
@@ -14,17 +31,256 @@ import java.lang.invoke.MethodHandle;
 public final class Context extends Resource {
     private static final MethodHandle CLOSE_DEVICE = Native.withErrno(
             Verbs.ibv_close_device$address(), Verbs.ibv_close_device$descriptor());
+    private static final MethodHandle QUERY_DEVICE = Native.withErrno(
+            Verbs.ibv_query_device$address(), Verbs.ibv_query_device$descriptor());
+    private static final MethodHandle QUERY_PORT_COMPAT = Native.withErrno(
+            Verbs.ibv_query_port$address(), Verbs.ibv_query_port$descriptor());
+    private static final MethodHandle QUERY_GID = Native.withErrno(
+            Verbs.ibv_query_gid$address(), Verbs.ibv_query_gid$descriptor());
+    private static final MethodHandle QUERY_GID_TABLE = Native.withErrno(
+            Verbs._ibv_query_gid_table$address(), Verbs._ibv_query_gid_table$descriptor());
+    private static final MethodHandle GET_ASYNC_EVENT = Native.withErrno(
+            Verbs.ibv_get_async_event$address(), Verbs.ibv_get_async_event$descriptor());
+    private static final MethodHandle ACK_ASYNC_EVENT = Native.plain(
+            Verbs.ibv_ack_async_event$address(), Verbs.ibv_ack_async_event$descriptor());
+    /** verbs_context.query_port(ctx, port, attr, size): called through the pointer, as the inline ibv_query_port does. */
+    private static final MethodHandle QUERY_PORT_EX = Native.LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    /** verbs_context.query_device_ex(ctx, input, attr, size). */
+    private static final MethodHandle QUERY_DEVICE_EX = Native.LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
 
     private final Device device;
+    /** The extended context ({@code verbs_get_ctx}), or NULL for a provider without one. */
+    private final MemorySegment verbsContext;
+    /** Queue pairs, completion queues and SRQs by C address, so events can name the Java object. */
+    private final Map<Long, Resource> byAddress = new ConcurrentHashMap<>();
 
     Context(MemorySegment context, Device device) {
         super(context, ibv_context.sizeof());
         this.device = device;
+        this.verbsContext = extended(handle());
+    }
+
+    /** {@code verbs_get_ctx}: the verbs_context that contains this ibv_context, if the provider has one. */
+    private static MemorySegment extended(MemorySegment ctx) {
+        if (ibv_context.abi_compat(ctx).address() != -1L) {
+            return MemorySegment.NULL;
+        }
+        long at = ctx.address() - verbs_context.context$offset();
+        return MemorySegment.ofAddress(at).reinterpret(verbs_context.sizeof());
+    }
+
+    /**
+     * {@code verbs_get_ctx_op}: the function pointer at {@code offset} in verbs_context, or NULL when
+     * the provider's verbs_context is too old to have it or leaves it unset.
+     */
+    MemorySegment extendedOp(long offset) {
+        if (verbsContext.address() == 0) {
+            return MemorySegment.NULL;
+        }
+        long sz = verbsContext.get(JAVA_LONG, verbs_context.sz$offset());
+        if (sz < verbs_context.sizeof() - offset) {
+            return MemorySegment.NULL;
+        }
+        return verbsContext.get(ADDRESS, offset);
     }
 
     /** The device this context was opened on. */
     public Device device() {
         return device;
+    }
+
+    /** {@code num_comp_vectors}: how many completion vectors (interrupt queues) the device has. */
+    public int numCompVectors() {
+        return ibv_context.num_comp_vectors(handle());
+    }
+
+    /**
+     * {@code ibv_query_device_ex} (falling back to {@code ibv_query_device}, as the inline C does).
+     */
+    public DeviceAttributes queryDevice() {
+        MemorySegment ctx = handle();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment attr = call.allocate(ibv_device_attr_ex.layout());
+            MemorySegment errno = Native.errnoSegment(call);
+            MemorySegment fn = extendedOp(verbs_context.query_device_ex$offset());
+            int rc = Errno.EOPNOTSUPP;
+            if (fn.address() != 0) {
+                rc = (int) QUERY_DEVICE_EX.invokeExact(fn, errno, ctx, MemorySegment.NULL, attr, ibv_device_attr_ex.sizeof());
+            }
+            if (rc == Errno.EOPNOTSUPP || rc == Errno.ENOSYS) {
+                attr.fill((byte) 0);
+                rc = (int) QUERY_DEVICE.invokeExact(errno, ctx, ibv_device_attr_ex.orig_attr(attr));
+                Native.check("ibv_query_device", rc, errno);
+            } else {
+                Native.check("ibv_query_device_ex", rc, errno);
+            }
+            return new DeviceAttributes(attr);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_query_port}: the full port attributes, through {@code verbs_context.query_port} as the
+     * inline function in verbs.h does (the exported symbol fills only the older, shorter struct).
+     *
+     * @param port the port number, from 1
+     */
+    public PortAttributes queryPort(int port) {
+        checkPort(port);
+        MemorySegment ctx = handle();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment attr = call.allocate(ibv_port_attr.layout());
+            MemorySegment errno = Native.errnoSegment(call);
+            MemorySegment fn = extendedOp(verbs_context.query_port$offset());
+            int rc;
+            if (fn.address() != 0) {
+                rc = (int) QUERY_PORT_EX.invokeExact(fn, errno, ctx, (byte) port, attr, ibv_port_attr.sizeof());
+            } else {
+                rc = (int) QUERY_PORT_COMPAT.invokeExact(errno, ctx, (byte) port, attr);
+            }
+            if (rc != 0) {
+                int e = rc > 0 ? rc : Native.errno(errno);
+                throw new VerbsException("ibv_query_port", e, e == Errno.EINVAL
+                        ? "port " + port + " does not exist on " + device.name() : null);
+            }
+            return new PortAttributes(attr);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_query_gid}: entry {@code index} of the GID table of {@code port}. */
+    public Gid queryGid(int port, int index) {
+        checkPort(port);
+        MemorySegment ctx = handle();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment gid = call.allocate(16, 8);
+            MemorySegment errno = Native.errnoSegment(call);
+            int rc = (int) QUERY_GID.invokeExact(errno, ctx, (byte) port, index, gid);
+            Native.check("ibv_query_gid", rc, errno);
+            return Gid.read(gid, 0);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_query_gid_table}: the valid GID entries of every port, with their types (IB, RoCE v1,
+     * RoCE v2) and network interfaces.
+     */
+    public List<GidEntry> gidTable() {
+        MemorySegment ctx = handle();
+        int ports = queryDevice().physPortCnt();
+        long max = 0;
+        for (int p = 1; p <= ports; p++) {
+            max += queryPort(p).gidTblLen();
+        }
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment entries = call.allocate(ibv_gid_entry.layout(), Math.max(1, max));
+            MemorySegment errno = Native.errnoSegment(call);
+            long n = (long) QUERY_GID_TABLE.invokeExact(errno, ctx, entries, max, 0, ibv_gid_entry.sizeof());
+            if (n < 0) {
+                throw Native.fail("ibv_query_gid_table", (int) -n);
+            }
+            List<GidEntry> result = new ArrayList<>((int) n);
+            for (long i = 0; i < n; i++) {
+                MemorySegment e = ibv_gid_entry.asSlice(entries, i);
+                result.add(new GidEntry(ibv_gid_entry.port_num(e), ibv_gid_entry.gid_index(e),
+                        Gid.read(e, ibv_gid_entry.gid$offset()), GidType.of(ibv_gid_entry.gid_type(e)),
+                        ibv_gid_entry.ndev_ifindex(e)));
+            }
+            return List.copyOf(result);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /**
+     * Waits for the next asynchronous event of this device ({@code ibv_get_async_event}, then
+     * {@code ibv_ack_async_event}): a port going up or down, a queue pair that failed, an SRQ below
+     * its limit. Never waits longer than {@code timeout}: the context's event file descriptor is
+     * polled first.
+     *
+     * @return the event, or empty if none came in time
+     */
+    public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
+        int fd = ibv_context.async_fd(handle());
+        if (!Native.awaitReadable(fd, timeout, "async_fd")) {
+            return Optional.empty();
+        }
+        MemorySegment ctx = handle();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment event = call.allocate(ibv_async_event.layout());
+            MemorySegment errno = Native.errnoSegment(call);
+            int rc = (int) GET_ASYNC_EVENT.invokeExact(errno, ctx, event);
+            Native.check("ibv_get_async_event", rc, errno);
+            AsyncEventType type = AsyncEventType.of(ibv_async_event.event_type(event));
+            long element = event.get(JAVA_LONG, ibv_async_event.element$offset());
+            AsyncEvent result = switch (type) {
+                case PORT_ACTIVE, PORT_ERR, LID_CHANGE, PKEY_CHANGE, SM_CHANGE, CLIENT_REREGISTER, GID_CHANGE ->
+                    new AsyncEvent(type, null, (int) (element & 0xffffffffL));
+                case DEVICE_FATAL -> new AsyncEvent(type, null, 0);
+                default -> new AsyncEvent(type, byAddress.get(element), 0);
+            };
+            ACK_ASYNC_EVENT.invokeExact(event);
+            return Optional.of(result);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_alloc_pd}: a new protection domain. */
+    public ProtectionDomain allocateProtectionDomain() {
+        return new ProtectionDomain(this);
+    }
+
+    /** {@code ibv_create_comp_channel}: a channel on which completion queues report events. */
+    public CompletionChannel createCompletionChannel() {
+        return new CompletionChannel(this);
+    }
+
+    /**
+     * {@code ibv_create_cq}: a completion queue for polling, with no channel.
+     *
+     * @param entries the minimum number of completions it holds
+     */
+    public CompletionQueue createCompletionQueue(int entries) {
+        return new CompletionQueue(this, entries, null, 0);
+    }
+
+    /**
+     * {@code ibv_create_cq} with a completion channel, for event-driven completion.
+     *
+     * @param entries    the minimum number of completions it holds
+     * @param channel    where its events are delivered
+     * @param compVector the completion vector, in {@code [0, numCompVectors())}
+     */
+    public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel, int compVector) {
+        if (channel == null) {
+            throw new IllegalArgumentException("channel is null; use createCompletionQueue(entries) for none");
+        }
+        return new CompletionQueue(this, entries, channel, compVector);
+    }
+
+    void register(Resource r, long address) {
+        byAddress.put(address, r);
+    }
+
+    CompletionQueue completionQueueAt(long address) {
+        return byAddress.get(address) instanceof CompletionQueue cq ? cq : null;
+    }
+
+    void unregister(long address) {
+        byAddress.remove(address);
+    }
+
+    private static void checkPort(int port) {
+        if (port < 1 || port > 255) {
+            throw new IllegalArgumentException("port numbers run from 1 to 255, not " + port);
+        }
     }
 
     @Override

@@ -7,7 +7,9 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 
 /**
  * The one place for native call plumbing: downcall handles that capture {@code errno}, and how a
@@ -22,9 +24,50 @@ final class Native {
     static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+
+    private static final MethodHandle POLL = withErrno(
+            LINKER.defaultLookup().find("poll").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
 
     private Native() {
+    }
+
+    /**
+     * Waits until {@code fd} is readable or {@code timeout} passes: {@code poll(2)}, so that no
+     * thread ever blocks forever in a verb that reads a file descriptor.
+     *
+     * @return true if readable, false on timeout
+     */
+    static boolean awaitReadable(int fd, Duration timeout, String what) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment pollfd = call.allocate(8, 4); // struct pollfd { int fd; short events; short revents; }
+            MemorySegment errno = errnoSegment(call);
+            while (true) {
+                long left = Math.max(0, deadline - System.nanoTime());
+                int millis = (int) Math.min(Integer.MAX_VALUE, (left + 999_999) / 1_000_000);
+                pollfd.set(ValueLayout.JAVA_INT, 0, fd);
+                pollfd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
+                pollfd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+                int rc = (int) POLL.invokeExact(errno, pollfd, 1L, millis);
+                if (rc > 0) {
+                    return true;
+                }
+                if (rc == 0) {
+                    if (System.nanoTime() - deadline >= 0) {
+                        return false;
+                    }
+                    continue;
+                }
+                int e = errno(errno);
+                if (e != Errno.EINTR) {
+                    throw fail("poll(" + what + ")", e);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
 
     /** A downcall handle for a C function that sets errno: its first parameter is the capture segment. */

@@ -76,6 +76,11 @@ public abstract class Resource implements AutoCloseable {
         return handle;
     }
 
+    /** Whether this resource is still open; lock-free, for the data path. */
+    final boolean isOpen() {
+        return handle.scope().isAlive();
+    }
+
     /** Whether {@link #close()} has completed. */
     public final synchronized boolean isClosed() {
         return closed;

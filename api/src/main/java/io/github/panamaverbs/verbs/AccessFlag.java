@@ -1,0 +1,56 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+
+/** Memory region and queue pair access rights: {@code enum ibv_access_flags}. */
+public enum AccessFlag {
+    /** {@code IBV_ACCESS_LOCAL_WRITE}: the local HCA may write (needed to receive, or for RDMA read results) */
+    LOCAL_WRITE(Verbs.IBV_ACCESS_LOCAL_WRITE()),
+    /** {@code IBV_ACCESS_REMOTE_WRITE}: peers may RDMA-write into it */
+    REMOTE_WRITE(Verbs.IBV_ACCESS_REMOTE_WRITE()),
+    /** {@code IBV_ACCESS_REMOTE_READ}: peers may RDMA-read from it */
+    REMOTE_READ(Verbs.IBV_ACCESS_REMOTE_READ()),
+    /** {@code IBV_ACCESS_REMOTE_ATOMIC}: peers may run atomics on it */
+    REMOTE_ATOMIC(Verbs.IBV_ACCESS_REMOTE_ATOMIC()),
+    /** {@code IBV_ACCESS_MW_BIND} */
+    MW_BIND(Verbs.IBV_ACCESS_MW_BIND()),
+    /** {@code IBV_ACCESS_ZERO_BASED} */
+    ZERO_BASED(Verbs.IBV_ACCESS_ZERO_BASED()),
+    /** {@code IBV_ACCESS_ON_DEMAND} */
+    ON_DEMAND(Verbs.IBV_ACCESS_ON_DEMAND()),
+    /** {@code IBV_ACCESS_HUGETLB} */
+    HUGETLB(Verbs.IBV_ACCESS_HUGETLB()),
+    /** {@code IBV_ACCESS_RELAXED_ORDERING} */
+    RELAXED_ORDERING(Verbs.IBV_ACCESS_RELAXED_ORDERING());
+
+    final int value;
+
+    AccessFlag(int value) {
+        this.value = value;
+    }
+
+    /** The C bit of this flag. */
+    public int bit() {
+        return value;
+    }
+
+    /** The C bit mask of {@code flags}. */
+    static int mask(java.util.Set<AccessFlag> flags) {
+        int m = 0;
+        for (AccessFlag f : flags) {
+            m |= f.value;
+        }
+        return m;
+    }
+
+    /** The flags set in the C bit mask {@code mask}. */
+    static java.util.EnumSet<AccessFlag> of(int mask) {
+        java.util.EnumSet<AccessFlag> s = java.util.EnumSet.noneOf(AccessFlag.class);
+        for (AccessFlag f : values()) {
+            if ((mask & f.value) != 0) {
+                s.add(f);
+            }
+        }
+        return s;
+    }
+}

@@ -1,0 +1,166 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.bindings.ibv_cq;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * A completion queue ({@code struct ibv_cq}): where the device reports finished work requests.
+ * {@link #poll(WorkCompletions)} reads them without allocating; with a {@link CompletionChannel}, a
+ * thread may instead sleep until {@link #requestNotification(boolean) notified}.
+ */
+public final class CompletionQueue extends Resource {
+    private static final MethodHandle CREATE = Native.withErrno(
+            Verbs.ibv_create_cq$address(), Verbs.ibv_create_cq$descriptor());
+    private static final MethodHandle DESTROY = Native.withErrno(
+            Verbs.ibv_destroy_cq$address(), Verbs.ibv_destroy_cq$descriptor());
+    private static final MethodHandle RESIZE = Native.withErrno(
+            Verbs.ibv_resize_cq$address(), Verbs.ibv_resize_cq$descriptor());
+    private static final MethodHandle ACK = Native.plain(
+            Verbs.ibv_ack_cq_events$address(), Verbs.ibv_ack_cq_events$descriptor());
+
+    private final Context context;
+    private final CompletionChannel channel;
+    private final MemorySegment cq;
+    private final MemorySegment pollFn;
+    private final MemorySegment notifyFn;
+
+    CompletionQueue(Context context, int entries, CompletionChannel channel, int compVector) {
+        super(create(context, entries, channel, compVector), ibv_cq.sizeof(), context, channel);
+        this.context = context;
+        this.channel = channel;
+        this.cq = handle();
+        this.pollFn = DataPath.op(context, DataPath.POLL);
+        this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
+        context.register(this, cq.address());
+    }
+
+    private static MemorySegment create(Context context, int entries, CompletionChannel channel, int compVector) {
+        if (entries <= 0) {
+            throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);
+        }
+        MemorySegment ctx = checkOpen(context);
+        MemorySegment ch = channel == null ? MemorySegment.NULL : checkOpen(channel);
+        if (compVector < 0 || compVector >= Math.max(1, context.numCompVectors())) {
+            throw new IllegalArgumentException("completion vector " + compVector + " is not in [0, "
+                    + context.numCompVectors() + ")");
+        }
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(call);
+            MemorySegment cq = (MemorySegment) CREATE.invokeExact(errno, ctx, entries, MemorySegment.NULL, ch, compVector);
+            if (cq.address() == 0) {
+                int e = Native.errno(errno);
+                throw new VerbsException("ibv_create_cq", e, e == Errno.EINVAL
+                        ? entries + " entries is more than the device's max_cqe" : Native.hint("ibv_create_cq", e));
+            }
+            return cq;
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** The context it was created in. */
+    public Context context() {
+        return context;
+    }
+
+    /** The channel its events go to, or null. */
+    public CompletionChannel channel() {
+        return channel;
+    }
+
+    /** {@code cqe}: how many completions it holds (at least what was asked). */
+    public int capacity() {
+        return ibv_cq.cqe(handle());
+    }
+
+    /**
+     * {@code ibv_poll_cq}: moves up to {@code batch.capacity()} completions into {@code batch}.
+     * Allocates nothing.
+     *
+     * @return how many completions were read; 0 when the queue is empty
+     * @throws VerbsException if the provider reports an error (not a failed completion: those are data)
+     */
+    public int poll(WorkCompletions batch) {
+        int n;
+        try {
+            n = (int) DataPath.POLL_CQ.invokeExact(pollFn, cq, batch.capacity, batch.segment);
+        } catch (IllegalStateException e) {
+            throw closed(e);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        if (n < 0) {
+            batch.count = 0;
+            throw Native.fail("ibv_poll_cq", -n);
+        }
+        batch.count = n;
+        return n;
+    }
+
+    /**
+     * {@code ibv_req_notify_cq}: asks for one event on the channel when the next completion arrives
+     * (any, or only solicited ones).
+     */
+    public void requestNotification(boolean solicitedOnly) {
+        if (channel == null) {
+            throw new IllegalStateException(this + " has no completion channel to notify");
+        }
+        int rc;
+        try {
+            rc = (int) DataPath.REQ_NOTIFY_CQ.invokeExact(notifyFn, cq, solicitedOnly ? 1 : 0);
+        } catch (IllegalStateException e) {
+            throw closed(e);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        if (rc != 0) {
+            throw Native.fail("ibv_req_notify_cq", rc);
+        }
+    }
+
+    /** {@code ibv_resize_cq}: changes the capacity to at least {@code entries}. */
+    public void resize(int entries) {
+        if (entries <= 0) {
+            throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);
+        }
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(call);
+            int rc = (int) RESIZE.invokeExact(errno, handle(), entries);
+            Native.check("ibv_resize_cq", rc, errno);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    static void ackEvents(MemorySegment cq, int n) {
+        try {
+            ACK.invokeExact(cq, n);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    private IllegalStateException closed(IllegalStateException cause) {
+        return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
+    }
+
+    @Override
+    void destroy(MemorySegment address) {
+        context.unregister(address.address());
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(call);
+            int rc = (int) DESTROY.invokeExact(errno, address);
+            Native.check("ibv_destroy_cq", rc, errno);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CompletionQueue[" + context.device().name() + "]";
+    }
+}

@@ -1,0 +1,36 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+
+/** The type of a GID table entry: {@code enum ibv_gid_type}. */
+public enum GidType {
+    /** {@code IBV_GID_TYPE_IB}: InfiniBand (and iWARP) */
+    IB(Verbs.IBV_GID_TYPE_IB()),
+    /** {@code IBV_GID_TYPE_ROCE_V1}: RoCE v1: Ethernet, no IP */
+    ROCE_V1(Verbs.IBV_GID_TYPE_ROCE_V1()),
+    /** {@code IBV_GID_TYPE_ROCE_V2}: RoCE v2: UDP/IP */
+    ROCE_V2(Verbs.IBV_GID_TYPE_ROCE_V2());
+
+    final int value;
+
+    private static final GidType[] VALUES = values();
+
+    GidType(int value) {
+        this.value = value;
+    }
+
+    /** The C value of this constant. */
+    public int value() {
+        return value;
+    }
+
+    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    public static GidType of(int value) {
+        for (GidType v : VALUES) {
+            if (v.value == value) {
+                return v;
+            }
+        }
+        throw new IllegalArgumentException("no GidType with value " + value);
+    }
+}

@@ -1,0 +1,55 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+
+/** Path MTU: {@code enum ibv_mtu}. */
+public enum Mtu {
+    /** {@code IBV_MTU_256} */
+    MTU_256(Verbs.IBV_MTU_256()),
+    /** {@code IBV_MTU_512} */
+    MTU_512(Verbs.IBV_MTU_512()),
+    /** {@code IBV_MTU_1024} */
+    MTU_1024(Verbs.IBV_MTU_1024()),
+    /** {@code IBV_MTU_2048} */
+    MTU_2048(Verbs.IBV_MTU_2048()),
+    /** {@code IBV_MTU_4096} */
+    MTU_4096(Verbs.IBV_MTU_4096());
+
+    final int value;
+
+    private static final Mtu[] VALUES = values();
+
+    Mtu(int value) {
+        this.value = value;
+    }
+
+    /** The C value of this constant. */
+    public int value() {
+        return value;
+    }
+
+    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    public static Mtu of(int value) {
+        for (Mtu v : VALUES) {
+            if (v.value == value) {
+                return v;
+            }
+        }
+        throw new IllegalArgumentException("no Mtu with value " + value);
+    }
+
+    /** The MTU in bytes: 256 … 4096. */
+    public int bytes() {
+        return 128 << value;
+    }
+
+    /** The MTU of {@code bytes} bytes; throws {@link IllegalArgumentException} for other sizes. */
+    public static Mtu ofBytes(int bytes) {
+        for (Mtu m : VALUES) {
+            if (m.bytes() == bytes) {
+                return m;
+            }
+        }
+        throw new IllegalArgumentException("MTU must be 256, 512, 1024, 2048 or 4096, not " + bytes);
+    }
+}

@@ -1,0 +1,207 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.bindings.ibv_qp_attr;
+import io.github.panamaverbs.bindings.ibv_qp_cap;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * Queue pair attributes for {@link QueuePair#modify(QpAttributes)}: {@code struct ibv_qp_attr} and its
+ * attribute mask. Every setter also sets its mask bit, so a caller can never forget one; only what
+ * was set is passed to {@code ibv_modify_qp}. {@link QueuePair#query()} returns one filled in.
+ *
+ * <pre>{@code
+ * qp.modify(new QpAttributes().state(QpState.INIT).pkeyIndex(0).port(1)
+ *         .accessFlags(EnumSet.of(AccessFlag.REMOTE_WRITE)));
+ * }</pre>
+ */
+public final class QpAttributes {
+    final MemorySegment attr;
+    int mask;
+
+    /** Empty attributes: nothing set. */
+    public QpAttributes() {
+        attr = Arena.ofAuto().allocate(ibv_qp_attr.layout());
+    }
+
+    /** The {@code enum ibv_qp_attr_mask} bits set so far. */
+    public int mask() {
+        return mask;
+    }
+
+    private QpAttributes set(int bit) {
+        mask |= bit;
+        return this;
+    }
+
+    /** {@code qp_state} ({@code IBV_QP_STATE}): the state to move to. */
+    public QpAttributes state(QpState state) {
+        ibv_qp_attr.qp_state(attr, state.value);
+        return set(Verbs.IBV_QP_STATE());
+    }
+
+    /** {@code qp_state}. */
+    public QpState state() {
+        return QpState.of(ibv_qp_attr.qp_state(attr));
+    }
+
+    /** {@code pkey_index} ({@code IBV_QP_PKEY_INDEX}). */
+    public QpAttributes pkeyIndex(int index) {
+        ibv_qp_attr.pkey_index(attr, (short) index);
+        return set(Verbs.IBV_QP_PKEY_INDEX());
+    }
+
+    /** {@code port_num} ({@code IBV_QP_PORT}). */
+    public QpAttributes port(int port) {
+        ibv_qp_attr.port_num(attr, (byte) port);
+        return set(Verbs.IBV_QP_PORT());
+    }
+
+    /** {@code port_num}. */
+    public int port() {
+        return Byte.toUnsignedInt(ibv_qp_attr.port_num(attr));
+    }
+
+    /** {@code qp_access_flags} ({@code IBV_QP_ACCESS_FLAGS}): which remote operations peers may do. */
+    public QpAttributes accessFlags(Set<AccessFlag> flags) {
+        ibv_qp_attr.qp_access_flags(attr, AccessFlag.mask(flags));
+        return set(Verbs.IBV_QP_ACCESS_FLAGS());
+    }
+
+    /** {@code qp_access_flags}. */
+    public Set<AccessFlag> accessFlags() {
+        return AccessFlag.of(ibv_qp_attr.qp_access_flags(attr));
+    }
+
+    /** {@code qkey} ({@code IBV_QP_QKEY}): UD only. */
+    public QpAttributes qkey(int qkey) {
+        ibv_qp_attr.qkey(attr, qkey);
+        return set(Verbs.IBV_QP_QKEY());
+    }
+
+    /** {@code qkey}. */
+    public int qkey() {
+        return ibv_qp_attr.qkey(attr);
+    }
+
+    /** {@code path_mtu} ({@code IBV_QP_PATH_MTU}). */
+    public QpAttributes pathMtu(Mtu mtu) {
+        ibv_qp_attr.path_mtu(attr, mtu.value);
+        return set(Verbs.IBV_QP_PATH_MTU());
+    }
+
+    /** {@code path_mtu}. */
+    public Mtu pathMtu() {
+        return Mtu.of(ibv_qp_attr.path_mtu(attr));
+    }
+
+    /** {@code dest_qp_num} ({@code IBV_QP_DEST_QPN}). */
+    public QpAttributes destQpNum(int qpn) {
+        ibv_qp_attr.dest_qp_num(attr, qpn);
+        return set(Verbs.IBV_QP_DEST_QPN());
+    }
+
+    /** {@code dest_qp_num}. */
+    public int destQpNum() {
+        return ibv_qp_attr.dest_qp_num(attr);
+    }
+
+    /** {@code rq_psn} ({@code IBV_QP_RQ_PSN}): the first PSN expected from the peer. */
+    public QpAttributes rqPsn(int psn) {
+        ibv_qp_attr.rq_psn(attr, psn);
+        return set(Verbs.IBV_QP_RQ_PSN());
+    }
+
+    /** {@code rq_psn}. */
+    public int rqPsn() {
+        return ibv_qp_attr.rq_psn(attr);
+    }
+
+    /** {@code sq_psn} ({@code IBV_QP_SQ_PSN}): the first PSN sent. */
+    public QpAttributes sqPsn(int psn) {
+        ibv_qp_attr.sq_psn(attr, psn);
+        return set(Verbs.IBV_QP_SQ_PSN());
+    }
+
+    /** {@code sq_psn}. */
+    public int sqPsn() {
+        return ibv_qp_attr.sq_psn(attr);
+    }
+
+    /** {@code max_dest_rd_atomic} ({@code IBV_QP_MAX_DEST_RD_ATOMIC}): incoming reads/atomics in flight. */
+    public QpAttributes maxDestRdAtomic(int n) {
+        ibv_qp_attr.max_dest_rd_atomic(attr, (byte) n);
+        return set(Verbs.IBV_QP_MAX_DEST_RD_ATOMIC());
+    }
+
+    /** {@code max_rd_atomic} ({@code IBV_QP_MAX_QP_RD_ATOMIC}): outgoing reads/atomics in flight. */
+    public QpAttributes maxRdAtomic(int n) {
+        ibv_qp_attr.max_rd_atomic(attr, (byte) n);
+        return set(Verbs.IBV_QP_MAX_QP_RD_ATOMIC());
+    }
+
+    /** {@code min_rnr_timer} ({@code IBV_QP_MIN_RNR_TIMER}). */
+    public QpAttributes minRnrTimer(int timer) {
+        ibv_qp_attr.min_rnr_timer(attr, (byte) timer);
+        return set(Verbs.IBV_QP_MIN_RNR_TIMER());
+    }
+
+    /** {@code timeout} ({@code IBV_QP_TIMEOUT}): the ack timeout, 4.096 µs × 2^timeout. */
+    public QpAttributes timeout(int timeout) {
+        ibv_qp_attr.timeout(attr, (byte) timeout);
+        return set(Verbs.IBV_QP_TIMEOUT());
+    }
+
+    /** {@code retry_cnt} ({@code IBV_QP_RETRY_CNT}). */
+    public QpAttributes retryCount(int n) {
+        ibv_qp_attr.retry_cnt(attr, (byte) n);
+        return set(Verbs.IBV_QP_RETRY_CNT());
+    }
+
+    /** {@code rnr_retry} ({@code IBV_QP_RNR_RETRY}); 7 means forever. */
+    public QpAttributes rnrRetry(int n) {
+        ibv_qp_attr.rnr_retry(attr, (byte) n);
+        return set(Verbs.IBV_QP_RNR_RETRY());
+    }
+
+    /** {@code ah_attr} ({@code IBV_QP_AV}): the path to the peer. */
+    public QpAttributes addressVector(AddressVector av) {
+        av.writeTo(ibv_qp_attr.ah_attr(attr));
+        return set(Verbs.IBV_QP_AV());
+    }
+
+    /** {@code ah_attr}. */
+    public AddressVector addressVector() {
+        return AddressVector.readFrom(ibv_qp_attr.ah_attr(attr));
+    }
+
+    /** {@code cap.max_send_wr} (read from a query). */
+    public int maxSendWr() {
+        return ibv_qp_cap.max_send_wr(ibv_qp_attr.cap(attr));
+    }
+
+    /** {@code cap.max_recv_wr} (read from a query). */
+    public int maxRecvWr() {
+        return ibv_qp_cap.max_recv_wr(ibv_qp_attr.cap(attr));
+    }
+
+    /** {@code cap.max_inline_data} (read from a query). */
+    public int maxInlineData() {
+        return ibv_qp_cap.max_inline_data(ibv_qp_attr.cap(attr));
+    }
+
+    /** Which fields are set, by name. */
+    @Override
+    public String toString() {
+        return "QpAttributes[mask=0x" + Integer.toHexString(mask) + (mask != 0 && (mask & Verbs.IBV_QP_STATE()) != 0
+                ? ", state=" + state() : "") + "]";
+    }
+
+    static Set<AccessFlag> remoteAccess(QpType type) {
+        return type == QpType.UC ? EnumSet.of(AccessFlag.REMOTE_WRITE)
+                : EnumSet.of(AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ, AccessFlag.REMOTE_ATOMIC);
+    }
+}

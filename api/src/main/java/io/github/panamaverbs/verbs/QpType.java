@@ -1,0 +1,44 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+
+/** Queue pair transport type: {@code enum ibv_qp_type}. */
+public enum QpType {
+    /** {@code IBV_QPT_RC}: reliable connected: all opcodes, acknowledged, in order */
+    RC(Verbs.IBV_QPT_RC()),
+    /** {@code IBV_QPT_UC}: unreliable connected: send and RDMA write, no acknowledgements */
+    UC(Verbs.IBV_QPT_UC()),
+    /** {@code IBV_QPT_UD}: unreliable datagram: sends of up to one MTU to any UD QP, addressed by an address handle */
+    UD(Verbs.IBV_QPT_UD()),
+    /** {@code IBV_QPT_RAW_PACKET} */
+    RAW_PACKET(Verbs.IBV_QPT_RAW_PACKET()),
+    /** {@code IBV_QPT_XRC_SEND} */
+    XRC_SEND(Verbs.IBV_QPT_XRC_SEND()),
+    /** {@code IBV_QPT_XRC_RECV} */
+    XRC_RECV(Verbs.IBV_QPT_XRC_RECV()),
+    /** {@code IBV_QPT_DRIVER} */
+    DRIVER(Verbs.IBV_QPT_DRIVER());
+
+    final int value;
+
+    private static final QpType[] VALUES = values();
+
+    QpType(int value) {
+        this.value = value;
+    }
+
+    /** The C value of this constant. */
+    public int value() {
+        return value;
+    }
+
+    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    public static QpType of(int value) {
+        for (QpType v : VALUES) {
+            if (v.value == value) {
+                return v;
+            }
+        }
+        throw new IllegalArgumentException("no QpType with value " + value);
+    }
+}

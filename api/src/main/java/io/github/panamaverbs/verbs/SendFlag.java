@@ -1,0 +1,48 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+
+/** Flags of a send work request: {@code enum ibv_send_flags}. */
+public enum SendFlag {
+    /** {@code IBV_SEND_FENCE}: wait for earlier RDMA reads and atomics to complete first */
+    FENCE(Verbs.IBV_SEND_FENCE()),
+    /** {@code IBV_SEND_SIGNALED}: produce a completion even when the QP is not sq_sig_all */
+    SIGNALED(Verbs.IBV_SEND_SIGNALED()),
+    /** {@code IBV_SEND_SOLICITED}: wake a receiver that asked for solicited events only */
+    SOLICITED(Verbs.IBV_SEND_SOLICITED()),
+    /** {@code IBV_SEND_INLINE}: copy the data into the work request: the buffer may be reused at once and needs no lkey */
+    INLINE(Verbs.IBV_SEND_INLINE()),
+    /** {@code IBV_SEND_IP_CSUM} */
+    IP_CSUM(Verbs.IBV_SEND_IP_CSUM());
+
+    final int value;
+
+    SendFlag(int value) {
+        this.value = value;
+    }
+
+    /** The C bit of this flag. */
+    public int bit() {
+        return value;
+    }
+
+    /** The C bit mask of {@code flags}. */
+    static int mask(java.util.Set<SendFlag> flags) {
+        int m = 0;
+        for (SendFlag f : flags) {
+            m |= f.value;
+        }
+        return m;
+    }
+
+    /** The flags set in the C bit mask {@code mask}. */
+    static java.util.EnumSet<SendFlag> of(int mask) {
+        java.util.EnumSet<SendFlag> s = java.util.EnumSet.noneOf(SendFlag.class);
+        for (SendFlag f : values()) {
+            if ((mask & f.value) != 0) {
+                s.add(f);
+            }
+        }
+        return s;
+    }
+}

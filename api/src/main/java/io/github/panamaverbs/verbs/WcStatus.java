@@ -1,0 +1,87 @@
+package io.github.panamaverbs.verbs;
+
+import io.github.panamaverbs.bindings.Verbs;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The status of a work completion: {@code enum ibv_wc_status}. An error status is data, not an
+ * exception: {@link #description()} is libibverbs' own text for it ({@code ibv_wc_status_str}).
+ */
+public enum WcStatus {
+    /** {@code IBV_WC_SUCCESS} */
+    SUCCESS,
+    /** {@code IBV_WC_LOC_LEN_ERR}: a receive buffer was too small, or a message too long */
+    LOC_LEN_ERR,
+    /** {@code IBV_WC_LOC_QP_OP_ERR}: the work request was invalid for the queue pair */
+    LOC_QP_OP_ERR,
+    /** {@code IBV_WC_LOC_EEC_OP_ERR} */
+    LOC_EEC_OP_ERR,
+    /** {@code IBV_WC_LOC_PROT_ERR}: an SGE's lkey or range does not match its memory region */
+    LOC_PROT_ERR,
+    /** {@code IBV_WC_WR_FLUSH_ERR}: flushed because the queue pair went to the error state */
+    WR_FLUSH_ERR,
+    /** {@code IBV_WC_MW_BIND_ERR} */
+    MW_BIND_ERR,
+    /** {@code IBV_WC_BAD_RESP_ERR} */
+    BAD_RESP_ERR,
+    /** {@code IBV_WC_LOC_ACCESS_ERR} */
+    LOC_ACCESS_ERR,
+    /** {@code IBV_WC_REM_INV_REQ_ERR}: the peer found the request invalid (e.g. a message longer than its buffer) */
+    REM_INV_REQ_ERR,
+    /** {@code IBV_WC_REM_ACCESS_ERR}: the peer refused access (rkey, range or access rights) */
+    REM_ACCESS_ERR,
+    /** {@code IBV_WC_REM_OP_ERR} */
+    REM_OP_ERR,
+    /** {@code IBV_WC_RETRY_EXC_ERR}: the peer did not answer (gone, or not connected) */
+    RETRY_EXC_ERR,
+    /** {@code IBV_WC_RNR_RETRY_EXC_ERR}: the peer had no receive posted, too many times */
+    RNR_RETRY_EXC_ERR,
+    /** {@code IBV_WC_LOC_RDD_VIOL_ERR} */
+    LOC_RDD_VIOL_ERR,
+    /** {@code IBV_WC_REM_INV_RD_REQ_ERR} */
+    REM_INV_RD_REQ_ERR,
+    /** {@code IBV_WC_REM_ABORT_ERR} */
+    REM_ABORT_ERR,
+    /** {@code IBV_WC_INV_EECN_ERR} */
+    INV_EECN_ERR,
+    /** {@code IBV_WC_INV_EEC_STATE_ERR} */
+    INV_EEC_STATE_ERR,
+    /** {@code IBV_WC_FATAL_ERR} */
+    FATAL_ERR,
+    /** {@code IBV_WC_RESP_TIMEOUT_ERR} */
+    RESP_TIMEOUT_ERR,
+    /** {@code IBV_WC_GENERAL_ERR} */
+    GENERAL_ERR,
+    /** {@code IBV_WC_TM_ERR} */
+    TM_ERR,
+    /** {@code IBV_WC_TM_RNDV_INCOMPLETE} */
+    TM_RNDV_INCOMPLETE;
+
+    private static final WcStatus[] VALUES = values();
+    private final String description;
+
+    WcStatus() {
+        // The constants are declared in C's order, from IBV_WC_SUCCESS = 0.
+        try {
+            MemorySegment s = (MemorySegment) Verbs.ibv_wc_status_str$handle().invokeExact(ordinal());
+            this.description = s.reinterpret(256).getString(0);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+    }
+
+    /** The C value of this status. */
+    public int value() {
+        return ordinal();
+    }
+
+    /** {@code ibv_wc_status_str}: e.g. "transport retry counter exceeded". */
+    public String description() {
+        return description;
+    }
+
+    /** The status whose C value is {@code value}; {@link #GENERAL_ERR} for values this binding does not know. */
+    public static WcStatus of(int value) {
+        return value >= 0 && value < VALUES.length ? VALUES[value] : GENERAL_ERR;
+    }
+}

@@ -1,7 +1,13 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.ibv_device_attr;
+import io.github.panamaverbs.bindings.ibv_cq_moderation_caps;
 import io.github.panamaverbs.bindings.ibv_device_attr_ex;
+import io.github.panamaverbs.bindings.ibv_odp_caps;
+import io.github.panamaverbs.bindings.ibv_packet_pacing_caps;
+import io.github.panamaverbs.bindings.ibv_rss_caps;
+import io.github.panamaverbs.bindings.ibv_tm_caps;
+import io.github.panamaverbs.bindings.ibv_tso_caps;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -246,6 +252,128 @@ public final class DeviceAttributes {
     /** {@code odp_caps.general_caps}: on-demand paging support. */
     public long odpGeneralCaps() {
         return ibv_device_attr_ex.odp_caps(attr).get(java.lang.foreign.ValueLayout.JAVA_LONG, 0);
+    }
+
+    // The rest of ibv_device_attr_ex, as ibv_devinfo -v prints it (0 where the provider has no
+    // ibv_query_device_ex). Added for the samples' devinfo.
+
+    /** {@code odp_caps.per_transport_caps.rc_odp_caps}: {@code IBV_ODP_SUPPORT_*} bits for RC. */
+    public int odpRcCaps() {
+        return ibv_odp_caps.per_transport_caps.rc_odp_caps(odpPerTransport());
+    }
+
+    /** {@code odp_caps.per_transport_caps.uc_odp_caps}. */
+    public int odpUcCaps() {
+        return ibv_odp_caps.per_transport_caps.uc_odp_caps(odpPerTransport());
+    }
+
+    /** {@code odp_caps.per_transport_caps.ud_odp_caps}. */
+    public int odpUdCaps() {
+        return ibv_odp_caps.per_transport_caps.ud_odp_caps(odpPerTransport());
+    }
+
+    private MemorySegment odpPerTransport() {
+        return ibv_odp_caps.per_transport_caps(ibv_device_attr_ex.odp_caps(attr));
+    }
+
+    /** {@code xrc_odp_caps}. */
+    public int xrcOdpCaps() {
+        return ibv_device_attr_ex.xrc_odp_caps(attr);
+    }
+
+    /** {@code raw_packet_caps}: {@code IBV_RAW_PACKET_CAP_*} bits. */
+    public int rawPacketCaps() {
+        return ibv_device_attr_ex.raw_packet_caps(attr);
+    }
+
+    /** {@code tso_caps.max_tso}. */
+    public int tsoMaxTso() {
+        return ibv_tso_caps.max_tso(ibv_device_attr_ex.tso_caps(attr));
+    }
+
+    /** {@code tso_caps.supported_qpts}: a bit per {@code ibv_qp_type}. */
+    public int tsoSupportedQpts() {
+        return ibv_tso_caps.supported_qpts(ibv_device_attr_ex.tso_caps(attr));
+    }
+
+    /** {@code rss_caps.max_rwq_indirection_tables}. */
+    public int rssMaxRwqIndirectionTables() {
+        return ibv_rss_caps.max_rwq_indirection_tables(ibv_device_attr_ex.rss_caps(attr));
+    }
+
+    /** {@code rss_caps.max_rwq_indirection_table_size}. */
+    public int rssMaxRwqIndirectionTableSize() {
+        return ibv_rss_caps.max_rwq_indirection_table_size(ibv_device_attr_ex.rss_caps(attr));
+    }
+
+    /** {@code rss_caps.rx_hash_function}. */
+    public int rssRxHashFunction() {
+        return Byte.toUnsignedInt(ibv_rss_caps.rx_hash_function(ibv_device_attr_ex.rss_caps(attr)));
+    }
+
+    /** {@code rss_caps.rx_hash_fields_mask}. */
+    public long rssRxHashFieldsMask() {
+        return ibv_rss_caps.rx_hash_fields_mask(ibv_device_attr_ex.rss_caps(attr));
+    }
+
+    /** {@code rss_caps.supported_qpts}. */
+    public int rssSupportedQpts() {
+        return ibv_rss_caps.supported_qpts(ibv_device_attr_ex.rss_caps(attr));
+    }
+
+    /** {@code max_wq_type_rq}. */
+    public int maxWqTypeRq() {
+        return ibv_device_attr_ex.max_wq_type_rq(attr);
+    }
+
+    /** {@code packet_pacing_caps.qp_rate_limit_min}, kbps. */
+    public int packetPacingRateLimitMin() {
+        return ibv_packet_pacing_caps.qp_rate_limit_min(ibv_device_attr_ex.packet_pacing_caps(attr));
+    }
+
+    /** {@code packet_pacing_caps.qp_rate_limit_max}, kbps. */
+    public int packetPacingRateLimitMax() {
+        return ibv_packet_pacing_caps.qp_rate_limit_max(ibv_device_attr_ex.packet_pacing_caps(attr));
+    }
+
+    /** {@code packet_pacing_caps.supported_qpts}. */
+    public int packetPacingSupportedQpts() {
+        return ibv_packet_pacing_caps.supported_qpts(ibv_device_attr_ex.packet_pacing_caps(attr));
+    }
+
+    /** {@code tm_caps.max_rndv_hdr_size}. */
+    public int tmMaxRndvHdrSize() {
+        return ibv_tm_caps.max_rndv_hdr_size(ibv_device_attr_ex.tm_caps(attr));
+    }
+
+    /** {@code tm_caps.max_num_tags}: 0 where tag matching is not supported. */
+    public int tmMaxNumTags() {
+        return ibv_tm_caps.max_num_tags(ibv_device_attr_ex.tm_caps(attr));
+    }
+
+    /** {@code tm_caps.flags}. */
+    public int tmFlags() {
+        return ibv_tm_caps.flags(ibv_device_attr_ex.tm_caps(attr));
+    }
+
+    /** {@code tm_caps.max_ops}. */
+    public int tmMaxOps() {
+        return ibv_tm_caps.max_ops(ibv_device_attr_ex.tm_caps(attr));
+    }
+
+    /** {@code tm_caps.max_sge}. */
+    public int tmMaxSge() {
+        return ibv_tm_caps.max_sge(ibv_device_attr_ex.tm_caps(attr));
+    }
+
+    /** {@code cq_mod_caps.max_cq_count}. */
+    public int cqModerationMaxCount() {
+        return Short.toUnsignedInt(ibv_cq_moderation_caps.max_cq_count(ibv_device_attr_ex.cq_mod_caps(attr)));
+    }
+
+    /** {@code cq_mod_caps.max_cq_period}, microseconds. */
+    public int cqModerationMaxPeriod() {
+        return Short.toUnsignedInt(ibv_cq_moderation_caps.max_cq_period(ibv_device_attr_ex.cq_mod_caps(attr)));
     }
 
     @Override

@@ -31,13 +31,29 @@ public final class Gid {
         return new Gid(raw.clone());
     }
 
-    /** Parses the form {@link #toString()} prints: eight groups of four hex digits, or 32 hex digits. */
+    /** Parses an IPv6 text form ({@link #toString()}, {@link #toFullString()}) or 32 hex digits. */
     public static Gid parse(String text) {
-        String hex = text.replace(":", "");
-        if (hex.length() != 32) {
+        if (text.length() == 32 && text.indexOf(':') < 0) {
+            return new Gid(HexFormat.of().parseHex(text));
+        }
+        if (!text.contains(":")) {
             throw new IllegalArgumentException("not a GID: " + text);
         }
-        return new Gid(HexFormat.of().parseHex(hex));
+        try {
+            // A literal never triggers a name lookup.
+            byte[] a = InetAddress.getByName("[" + text + "]").getAddress();
+            return new Gid(a.length == 16 ? a : ipv4Mapped(a)); // Java turns ::ffff:a.b.c.d into IPv4
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("not a GID: " + text, e);
+        }
+    }
+
+    private static byte[] ipv4Mapped(byte[] v4) {
+        byte[] g = new byte[16];
+        g[10] = (byte) 0xff;
+        g[11] = (byte) 0xff;
+        System.arraycopy(v4, 0, g, 12, 4);
+        return g;
     }
 
     static Gid read(MemorySegment segment, long offset) {
@@ -85,9 +101,60 @@ public final class Gid {
         }
     }
 
-    /** As {@code ibv_devinfo -v} prints it: {@code fe80:0000:0000:0000:5054:00ff:fe12:3456}. */
+    /**
+     * As {@code ibv_devinfo -v} prints it: the IPv6 text form of {@code inet_ntop}
+     * ({@code fe80::5054:ff:fe12:3456}, {@code ::ffff:10.0.0.1}).
+     */
     @Override
     public String toString() {
+        int[] w = new int[8];
+        for (int i = 0; i < 8; i++) {
+            w[i] = ((raw[2 * i] & 0xff) << 8) | (raw[2 * i + 1] & 0xff);
+        }
+        // The longest run of two or more zero words becomes "::" (the first, on a tie).
+        int bestStart = -1;
+        int bestLen = 0;
+        for (int i = 0; i < 8;) {
+            if (w[i] != 0) {
+                i++;
+                continue;
+            }
+            int j = i;
+            while (j < 8 && w[j] == 0) {
+                j++;
+            }
+            if (j - i > bestLen) {
+                bestStart = i;
+                bestLen = j - i;
+            }
+            i = j;
+        }
+        if (bestLen < 2) {
+            bestStart = -1;
+        }
+        StringBuilder sb = new StringBuilder(39);
+        for (int i = 0; i < 8; i++) {
+            if (i == bestStart) {
+                sb.append(i == 0 ? "::" : ":");
+                i += bestLen - 1;
+                continue;
+            }
+            // An IPv4-mapped (::ffff:a.b.c.d) or IPv4-compatible address ends in dotted decimal, as inet_ntop writes it.
+            if (i == 6 && bestStart == 0 && (bestLen == 6 || (bestLen == 7 && w[7] != 1) || (bestLen == 5 && w[5] == 0xffff))) {
+                sb.append(raw[12] & 0xff).append('.').append(raw[13] & 0xff).append('.')
+                  .append(raw[14] & 0xff).append('.').append(raw[15] & 0xff);
+                break;
+            }
+            sb.append(Integer.toHexString(w[i]));
+            if (i < 7) {
+                sb.append(':');
+            }
+        }
+        return sb.toString();
+    }
+
+    /** All 32 hex digits in four-digit groups: {@code fe80:0000:0000:0000:5054:00ff:fe12:3456}. */
+    public String toFullString() {
         String hex = HexFormat.of().formatHex(raw);
         StringBuilder sb = new StringBuilder(39);
         for (int i = 0; i < 32; i += 4) {

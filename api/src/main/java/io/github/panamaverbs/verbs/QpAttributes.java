@@ -167,6 +167,12 @@ public final class QpAttributes {
         return set(Verbs.IBV_QP_RNR_RETRY());
     }
 
+    /** {@code en_sqd_async_notify} ({@code IBV_QP_EN_SQD_ASYNC_NOTIFY}): report SQ_DRAINED when moving to SQD. */
+    public QpAttributes sqDrainedNotify(boolean on) {
+        ibv_qp_attr.en_sqd_async_notify(attr, (byte) (on ? 1 : 0));
+        return set(Verbs.IBV_QP_EN_SQD_ASYNC_NOTIFY());
+    }
+
     /** {@code ah_attr} ({@code IBV_QP_AV}): the path to the peer. */
     public QpAttributes addressVector(AddressVector av) {
         av.writeTo(ibv_qp_attr.ah_attr(attr));

@@ -350,7 +350,7 @@ public final class QueuePair extends Resource {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            throw postFailed("ibv_post_send", rc, request.indexOf(request.badWr.get(ADDRESS, 0).address()));
+            throw postFailed("ibv_post_send", rc, badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address())));
         }
     }
 
@@ -371,8 +371,17 @@ public final class QueuePair extends Resource {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            throw postFailed("ibv_post_recv", rc, request.indexOf(request.badWr.get(ADDRESS, 0).address()));
+            throw postFailed("ibv_post_recv", rc, badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address())));
         }
+    }
+
+    /**
+     * The index bad_wr named, clearing the slot: a provider that fails in its doorbell (rxe on a QP
+     * not in RTS) names no request, and a stale pointer must not be read next time.
+     */
+    static int badIndex(MemorySegment badWr, int index) {
+        badWr.set(ADDRESS, 0, MemorySegment.NULL);
+        return index;
     }
 
     private VerbsException postFailed(String verb, int rc, int index) {
@@ -383,8 +392,9 @@ public final class QueuePair extends Resource {
             default -> e == Errno.ENOMEM ? "; the queue is full (more outstanding requests than its depth)"
                     : e == Errno.EINVAL ? "; too many SGEs, inline data too long, or an opcode this QP type lacks" : "";
         };
-        return new VerbsException(verb, e, "work request " + (index >= 0 ? "#" + index : "?")
-                + " of the chain and those after it were not posted on " + this + why);
+        return new VerbsException(verb, e, (index >= 0 ? "work request #" + index
+                + " of the chain and those after it were not posted on " : "the provider did not say which work request failed on ")
+                + this + why);
     }
 
     private IllegalStateException closed(IllegalStateException cause) {

@@ -80,9 +80,10 @@ public final class SharedReceiveQueue extends Resource {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            int index = request.indexOf(request.badWr.get(ADDRESS, 0).address());
-            throw new VerbsException("ibv_post_srq_recv", Math.abs(rc), "work request " + (index >= 0 ? "#" + index : "?")
-                    + " of the chain and those after it were not posted on " + this);
+            int index = QueuePair.badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address()));
+            throw new VerbsException("ibv_post_srq_recv", Math.abs(rc), (index >= 0 ? "work request #" + index
+                    + " of the chain and those after it were not posted on " : "the provider did not say which work request failed on ")
+                    + this);
         }
     }
 

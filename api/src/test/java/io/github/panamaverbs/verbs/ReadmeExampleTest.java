@@ -1,0 +1,85 @@
+package io.github.panamaverbs.verbs;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Keeps the usage example in README.md compiling and true: the README's example is the code
+ * between the markers in {@link #example()}, verbatim (less its indentation).
+ */
+class ReadmeExampleTest {
+
+    private static final String BEGIN = "// README-EXAMPLE-BEGIN";
+    private static final String END = "// README-EXAMPLE-END";
+
+    static void example() {
+        // README-EXAMPLE-BEGIN
+        List<Device> devices = Device.list();
+        for (Device device : devices) {
+            System.out.println(device.name() + ": " + device.transport() + ", node GUID " + device.guidString());
+        }
+        if (!devices.isEmpty()) {
+            try (Context context = devices.getFirst().open()) {
+                System.out.println("opened " + context.device().name());
+            }
+        }
+        // README-EXAMPLE-END
+    }
+
+    @Test
+    void exampleRuns() {
+        example(); // on a host without devices it prints nothing
+    }
+
+    @Test
+    void readmeContainsTheExampleVerbatim() throws IOException {
+        Path root = projectRoot();
+        Path source = root.resolve("api/src/test/java/" + ReadmeExampleTest.class.getName().replace('.', '/') + ".java");
+        String example = exampleCode(Files.readAllLines(source));
+        assertFalse(example.isBlank(), "no example between " + BEGIN + " and " + END + " in " + source);
+        String readme = Files.readString(root.resolve("README.md")).replace("\r\n", "\n");
+        assertTrue(readme.contains("```java\n" + example + "```\n"),
+                "README.md must contain this code block verbatim (it is " + source + "'s example):\n```java\n"
+                        + example + "```");
+    }
+
+    /** The lines between the markers, with their common indentation removed, each ending in a newline. */
+    static String exampleCode(List<String> lines) {
+        List<String> body = new ArrayList<>();
+        boolean inside = false;
+        for (String line : lines) {
+            String trimmed = line.strip();
+            if (trimmed.equals(BEGIN)) {
+                inside = true;
+            } else if (trimmed.equals(END)) {
+                break;
+            } else if (inside) {
+                body.add(line.stripTrailing());
+            }
+        }
+        int indent = body.stream().filter(l -> !l.isBlank())
+                .mapToInt(l -> l.length() - l.stripLeading().length()).min().orElse(0);
+        StringBuilder sb = new StringBuilder();
+        for (String line : body) {
+            sb.append(line.isBlank() ? "" : line.substring(indent)).append('\n');
+        }
+        return sb.toString();
+    }
+
+    /** The repository root: the nearest directory up from the working directory that holds README.md and mvnw. */
+    private static Path projectRoot() {
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            if (Files.isRegularFile(dir.resolve("README.md")) && Files.isRegularFile(dir.resolve("mvnw"))) {
+                return dir;
+            }
+        }
+        throw new AssertionError("no README.md and mvnw above " + Path.of("").toAbsolutePath());
+    }
+}

@@ -51,13 +51,7 @@ public final class AddressHandle extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) DESTROY.invokeExact(errno, address);
-            Native.check("ibv_destroy_ah", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.destroy("ibv_destroy_ah", DESTROY, address);
     }
 
     @Override

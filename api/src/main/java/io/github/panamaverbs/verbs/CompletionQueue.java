@@ -150,13 +150,7 @@ public final class CompletionQueue extends Resource {
     @Override
     void destroy(MemorySegment address) {
         context.unregister(address.address());
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) DESTROY.invokeExact(errno, address);
-            Native.check("ibv_destroy_cq", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.destroy("ibv_destroy_cq", DESTROY, address);
     }
 
     @Override

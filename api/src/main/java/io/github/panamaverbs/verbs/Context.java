@@ -285,13 +285,7 @@ public final class Context extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) CLOSE_DEVICE.invokeExact(errno, address);
-            Native.check("ibv_close_device", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.destroy("ibv_close_device", CLOSE_DEVICE, address);
     }
 
     @Override

@@ -187,16 +187,9 @@ public final class MemoryRegion extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) DEREG_MR.invokeExact(errno, address);
-            Native.check("ibv_dereg_mr", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        } finally {
-            if (ownedArena != null) {
-                ownedArena.close();
-            }
+        Native.destroy("ibv_dereg_mr", DEREG_MR, address);
+        if (ownedArena != null) {
+            ownedArena.close(); // only once the device no longer uses the memory
         }
     }
 

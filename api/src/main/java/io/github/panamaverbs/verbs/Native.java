@@ -127,6 +127,20 @@ final class Native {
         }
     }
 
+    /**
+     * Calls a destroy verb ({@code int verb(struct X *)}, errno-capturing handle) on {@code address}
+     * and checks its result.
+     */
+    static void destroy(String verb, MethodHandle handle, MemorySegment address) {
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment errno = errnoSegment(call);
+            int rc = (int) handle.invokeExact(errno, address);
+            check(verb, rc, errno);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     /** Re-throws what {@code invokeExact} threw: unchecked as is, anything else wrapped. */
     static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {

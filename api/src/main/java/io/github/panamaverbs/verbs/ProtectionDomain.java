@@ -105,13 +105,7 @@ public final class ProtectionDomain extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) DEALLOC_PD.invokeExact(errno, address);
-            Native.check("ibv_dealloc_pd", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.destroy("ibv_dealloc_pd", DEALLOC_PD, address);
     }
 
     @Override

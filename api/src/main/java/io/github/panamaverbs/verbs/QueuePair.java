@@ -385,16 +385,21 @@ public final class QueuePair extends Resource {
     }
 
     private VerbsException postFailed(String verb, int rc, int index) {
-        int e = rc > 0 ? rc : -rc;
+        int e = Math.abs(rc);
         String why = switch (state) {
             case RESET, INIT -> verb.equals("ibv_post_send") ? "; the queue pair is in " + state + ", sends need RTS" : "";
             case ERR -> "; the queue pair is in ERR";
             default -> e == Errno.ENOMEM ? "; the queue is full (more outstanding requests than its depth)"
                     : e == Errno.EINVAL ? "; too many SGEs, inline data too long, or an opcode this QP type lacks" : "";
         };
-        return new VerbsException(verb, e, (index >= 0 ? "work request #" + index
+        return postFailed(verb, e, index, this, why);
+    }
+
+    /** The exception for a failed post on {@code target}: which request of the chain, and why. */
+    static VerbsException postFailed(String verb, int errno, int index, Resource target, String why) {
+        return new VerbsException(verb, errno, (index >= 0 ? "work request #" + index
                 + " of the chain and those after it were not posted on " : "the provider did not say which work request failed on ")
-                + this + why);
+                + target + why);
     }
 
     private IllegalStateException closed(IllegalStateException cause) {
@@ -404,21 +409,11 @@ public final class QueuePair extends Resource {
     @Override
     void destroy(MemorySegment address) {
         context.unregister(address.address());
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) DESTROY.invokeExact(errno, address);
-            Native.check("ibv_destroy_qp", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.destroy("ibv_destroy_qp", DESTROY, address);
     }
 
     @Override
     public String toString() {
         return "QueuePair[" + type + " qpn=0x" + Integer.toHexString(qpNum) + "]";
-    }
-
-    static long attrSize() {
-        return ibv_qp_attr.sizeof();
     }
 }

@@ -5,7 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.github.panamaverbs.bindings.ibv_recv_wr;
-import io.github.panamaverbs.bindings.ibv_sge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -21,7 +20,6 @@ import java.lang.foreign.MemorySegment;
  */
 public final class ReceiveRequest {
     static final long WR_SIZE = ibv_recv_wr.sizeof();
-    private static final long SGE_SIZE = ibv_sge.sizeof();
     private static final long WR_ID = ibv_recv_wr.wr_id$offset();
     private static final long NEXT = ibv_recv_wr.next$offset();
     private static final long SG_LIST = ibv_recv_wr.sg_list$offset();
@@ -29,10 +27,7 @@ public final class ReceiveRequest {
 
     final MemorySegment segment;
     final MemorySegment badWr;
-    private final MemorySegment sges;
-    private final int maxSge;
-    private final MemoryRegion[] regions;
-    private int numSge;
+    private final ScatterGather sgl;
     ReceiveRequest next;
 
     /** A request with room for {@code maxSge} scatter/gather entries, in memory the GC frees. */
@@ -45,12 +40,9 @@ public final class ReceiveRequest {
         if (maxSge < 1) {
             throw new IllegalArgumentException("maxSge must be at least 1, not " + maxSge);
         }
-        this.maxSge = maxSge;
-        this.segment = arena.allocate(WR_SIZE + 8 + SGE_SIZE * maxSge, 8);
+        this.segment = arena.allocate(WR_SIZE + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
         this.badWr = segment.asSlice(WR_SIZE, 8);
-        this.sges = segment.asSlice(WR_SIZE + 8, SGE_SIZE * maxSge);
-        this.regions = new MemoryRegion[maxSge];
-        segment.set(ADDRESS, SG_LIST, sges);
+        this.sgl = new ScatterGather(segment, SG_LIST, NUM_SGE, segment.asSlice(WR_SIZE + 8, ScatterGather.SGE_SIZE * maxSge));
     }
 
     /** {@code wr_id}: returned in the completion. */
@@ -66,37 +58,26 @@ public final class ReceiveRequest {
 
     /** Sets a single scatter/gather entry: receive into {@code length} bytes at {@code offset} of {@code region}. */
     public ReceiveRequest sge(MemoryRegion region, long offset, int length) {
-        numSge = 0;
-        return addSge(region, offset, length);
+        sgl.clear();
+        sgl.add(region, offset, length);
+        return this;
     }
 
     /** Appends a scatter/gather entry. */
     public ReceiveRequest addSge(MemoryRegion region, long offset, int length) {
-        if (numSge == maxSge) {
-            throw new IllegalStateException("this request has room for " + maxSge + " scatter/gather entries");
-        }
-        setSge(numSge, region, offset, length);
-        segment.set(JAVA_INT, NUM_SGE, ++numSge);
+        sgl.add(region, offset, length);
         return this;
     }
 
     /** Replaces scatter/gather entry {@code index} (which must exist or be the next one). */
     public ReceiveRequest setSge(int index, MemoryRegion region, long offset, int length) {
-        if (index < 0 || index > numSge || index >= maxSge) {
-            throw new IndexOutOfBoundsException("SGE index " + index + " with " + numSge + " set, room for " + maxSge);
-        }
-        region.checkRange(offset, Integer.toUnsignedLong(length));
-        long at = index * SGE_SIZE;
-        sges.set(JAVA_LONG, at + ibv_sge.addr$offset(), region.address() + offset);
-        sges.set(JAVA_INT, at + ibv_sge.length$offset(), length);
-        sges.set(JAVA_INT, at + ibv_sge.lkey$offset(), region.lkey());
-        regions[index] = region;
+        sgl.set(index, region, offset, length);
         return this;
     }
 
     /** The number of scatter/gather entries set. */
     public int sgeCount() {
-        return numSge;
+        return sgl.count();
     }
 
     /** {@code next}: posts {@code request} right after this one; null ends the chain. */
@@ -117,10 +98,9 @@ public final class ReceiveRequest {
     }
 
     void checkChain() {
+        int n = 0;
         for (ReceiveRequest r = this; r != null; r = r.next) {
-            for (int i = 0; i < r.numSge; i++) {
-                r.regions[i].checkMemory();
-            }
+            r.sgl.check(n++);
         }
     }
 
@@ -136,6 +116,6 @@ public final class ReceiveRequest {
 
     @Override
     public String toString() {
-        return "ReceiveRequest[wr_id=" + id() + ", sges=" + numSge + "]";
+        return "ReceiveRequest[wr_id=" + id() + ", sges=" + sgl.count() + "]";
     }
 }

@@ -5,7 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.github.panamaverbs.bindings.ibv_send_wr;
-import io.github.panamaverbs.bindings.ibv_sge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
@@ -29,7 +28,6 @@ import java.util.Set;
  */
 public final class SendRequest {
     static final long WR_SIZE = ibv_send_wr.sizeof();
-    private static final long SGE_SIZE = ibv_sge.sizeof();
     private static final long WR_ID = ibv_send_wr.wr_id$offset();
     private static final long NEXT = ibv_send_wr.next$offset();
     private static final long SG_LIST = ibv_send_wr.sg_list$offset();
@@ -47,21 +45,13 @@ public final class SendRequest {
     private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
     private static final long UD_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
     private static final long UD_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
-    private static final long SGE_ADDR = ibv_sge.addr$offset();
-    private static final long SGE_LENGTH = ibv_sge.length$offset();
-    private static final long SGE_LKEY = ibv_sge.lkey$offset();
     /** Longest chain accepted: a guard against cycles. */
     static final int MAX_CHAIN = 1 << 16;
 
     /** The work request; the bad_wr slot and the SGE array follow it in the same allocation. */
     final MemorySegment segment;
     final MemorySegment badWr;
-    private final MemorySegment sges;
-    private final int maxSge;
-    /** The region of each SGE, or the inline segment's owner (null region), checked at post time. */
-    private final MemoryRegion[] regions;
-    private final MemorySegment[] inlineData;
-    private int numSge;
+    private final ScatterGather sgl;
     private AddressHandle ah;
     SendRequest next;
 
@@ -75,13 +65,9 @@ public final class SendRequest {
         if (maxSge < 1) {
             throw new IllegalArgumentException("maxSge must be at least 1, not " + maxSge);
         }
-        this.maxSge = maxSge;
-        this.segment = arena.allocate(WR_SIZE + 8 + SGE_SIZE * maxSge, 8);
+        this.segment = arena.allocate(WR_SIZE + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
         this.badWr = segment.asSlice(WR_SIZE, 8);
-        this.sges = segment.asSlice(WR_SIZE + 8, SGE_SIZE * maxSge);
-        this.regions = new MemoryRegion[maxSge];
-        this.inlineData = new MemorySegment[maxSge];
-        segment.set(ADDRESS, SG_LIST, sges);
+        this.sgl = new ScatterGather(segment, SG_LIST, NUM_SGE, segment.asSlice(WR_SIZE + 8, ScatterGather.SGE_SIZE * maxSge));
     }
 
     /** {@code wr_id}: returned in the completion. */
@@ -145,32 +131,20 @@ public final class SendRequest {
 
     /** Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}. */
     public SendRequest sge(MemoryRegion region, long offset, int length) {
-        numSge = 0;
-        return addSge(region, offset, length);
+        sgl.clear();
+        sgl.add(region, offset, length);
+        return this;
     }
 
     /** Appends a scatter/gather entry. */
     public SendRequest addSge(MemoryRegion region, long offset, int length) {
-        if (numSge == maxSge) {
-            throw new IllegalStateException("this request has room for " + maxSge + " scatter/gather entries");
-        }
-        setSge(numSge, region, offset, length);
-        segment.set(JAVA_INT, NUM_SGE, ++numSge);
+        sgl.add(region, offset, length);
         return this;
     }
 
     /** Replaces scatter/gather entry {@code index} (which must exist or be the next one). */
     public SendRequest setSge(int index, MemoryRegion region, long offset, int length) {
-        if (index < 0 || index > numSge || index >= maxSge) {
-            throw new IndexOutOfBoundsException("SGE index " + index + " with " + numSge + " set, room for " + maxSge);
-        }
-        region.checkRange(offset, Integer.toUnsignedLong(length));
-        long at = index * SGE_SIZE;
-        sges.set(JAVA_LONG, at + SGE_ADDR, region.address() + offset);
-        sges.set(JAVA_INT, at + SGE_LENGTH, length);
-        sges.set(JAVA_INT, at + SGE_LKEY, region.lkey());
-        regions[index] = region;
-        inlineData[index] = null;
+        sgl.set(index, region, offset, length);
         return this;
     }
 
@@ -179,32 +153,19 @@ public final class SendRequest {
      * region, and may be reused as soon as {@code postSend} returns. Sets {@code IBV_SEND_INLINE}.
      */
     public SendRequest inlineData(MemorySegment data) {
-        if (!data.isNative()) {
-            throw new IllegalArgumentException("inline data must be a native segment");
-        }
-        if (data.byteSize() > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("inline data too long: " + data.byteSize());
-        }
-        sges.set(JAVA_LONG, SGE_ADDR, data.address());
-        sges.set(JAVA_INT, SGE_LENGTH, (int) data.byteSize());
-        sges.set(JAVA_INT, SGE_LKEY, 0);
-        regions[0] = null;
-        inlineData[0] = data;
-        numSge = 1;
-        segment.set(JAVA_INT, NUM_SGE, 1);
+        sgl.inline(data);
         return inline(true);
     }
 
     /** Removes all scatter/gather entries (a zero-length message). */
     public SendRequest clearSges() {
-        numSge = 0;
-        segment.set(JAVA_INT, NUM_SGE, 0);
+        sgl.clear();
         return this;
     }
 
     /** The number of scatter/gather entries set. */
     public int sgeCount() {
-        return numSge;
+        return sgl.count();
     }
 
     /** {@code wr.rdma}: the remote address and key of an RDMA write or read. */
@@ -270,14 +231,7 @@ public final class SendRequest {
     void checkChain() {
         int n = 0;
         for (SendRequest r = this; r != null; r = r.next) {
-            for (int i = 0; i < r.numSge; i++) {
-                MemoryRegion region = r.regions[i];
-                if (region != null) {
-                    region.checkMemory();
-                } else if (!r.inlineData[i].scope().isAlive()) {
-                    throw new IllegalStateException("the inline data of work request " + n + " has been freed");
-                }
-            }
+            r.sgl.check(n);
             if (r.ah != null && !r.ah.isOpen()) {
                 throw new IllegalStateException("work request " + n + " names " + r.ah + ", which is closed");
             }
@@ -307,6 +261,6 @@ public final class SendRequest {
 
     @Override
     public String toString() {
-        return "SendRequest[wr_id=" + id() + ", " + opcode() + ", sges=" + numSge + "]";
+        return "SendRequest[wr_id=" + id() + ", " + opcode() + ", sges=" + sgl.count() + "]";
     }
 }

@@ -81,9 +81,8 @@ public final class SharedReceiveQueue extends Resource {
         }
         if (rc != 0) {
             int index = QueuePair.badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address()));
-            throw new VerbsException("ibv_post_srq_recv", Math.abs(rc), (index >= 0 ? "work request #" + index
-                    + " of the chain and those after it were not posted on " : "the provider did not say which work request failed on ")
-                    + this);
+            throw QueuePair.postFailed("ibv_post_srq_recv", Math.abs(rc), index, this,
+                    Math.abs(rc) == Errno.ENOMEM ? "; the queue is full" : "");
         }
     }
 
@@ -121,13 +120,7 @@ public final class SharedReceiveQueue extends Resource {
     @Override
     void destroy(MemorySegment address) {
         context.unregister(address.address());
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) DESTROY.invokeExact(errno, address);
-            Native.check("ibv_destroy_srq", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.destroy("ibv_destroy_srq", DESTROY, address);
     }
 
     @Override

@@ -1,0 +1,108 @@
+package io.github.panamaverbs.verbs;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import io.github.panamaverbs.bindings.ibv_sge;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The {@code struct ibv_sge} list of one work request, shared by {@link SendRequest} and
+ * {@link ReceiveRequest}: the one place where scatter/gather entries are checked against their
+ * memory regions (the range when set, the region and its memory still alive when posted).
+ */
+final class ScatterGather {
+    static final long SGE_SIZE = ibv_sge.sizeof();
+    private static final long ADDR = ibv_sge.addr$offset();
+    private static final long LENGTH = ibv_sge.length$offset();
+    private static final long LKEY = ibv_sge.lkey$offset();
+
+    private final MemorySegment wr;
+    private final long numSgeOffset;
+    private final MemorySegment sges;
+    /** The region of each entry; null for inline data, whose segment is in {@link #inline}. */
+    private final MemoryRegion[] regions;
+    private final MemorySegment[] inline;
+    private int count;
+
+    /**
+     * @param wr           the work request, whose {@code sg_list} is pointed at {@code sges}
+     * @param sgListOffset offset of {@code sg_list} in the request
+     * @param numSgeOffset offset of {@code num_sge} in the request
+     * @param sges         room for the entries
+     */
+    ScatterGather(MemorySegment wr, long sgListOffset, long numSgeOffset, MemorySegment sges) {
+        this.wr = wr;
+        this.numSgeOffset = numSgeOffset;
+        this.sges = sges;
+        int capacity = (int) (sges.byteSize() / SGE_SIZE);
+        this.regions = new MemoryRegion[capacity];
+        this.inline = new MemorySegment[capacity];
+        wr.set(ADDRESS, sgListOffset, sges);
+    }
+
+    int count() {
+        return count;
+    }
+
+    private void setCount(int n) {
+        count = n;
+        wr.set(JAVA_INT, numSgeOffset, n);
+    }
+
+    void add(MemoryRegion region, long offset, int length) {
+        if (count == regions.length) {
+            throw new IllegalStateException("this request has room for " + regions.length + " scatter/gather entries");
+        }
+        set(count, region, offset, length);
+        setCount(count + 1);
+    }
+
+    void set(int index, MemoryRegion region, long offset, int length) {
+        if (index < 0 || index > count || index >= regions.length) {
+            throw new IndexOutOfBoundsException("SGE index " + index + " with " + count + " set, room for " + regions.length);
+        }
+        region.checkRange(offset, Integer.toUnsignedLong(length));
+        write(index, region.address() + offset, length, region.lkey());
+        regions[index] = region;
+        inline[index] = null;
+    }
+
+    /** One entry over {@code data}, which needs no region (the provider copies it at post time). */
+    void inline(MemorySegment data) {
+        if (!data.isNative()) {
+            throw new IllegalArgumentException("inline data must be a native segment");
+        }
+        if (data.byteSize() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("inline data too long: " + data.byteSize());
+        }
+        write(0, data.address(), (int) data.byteSize(), 0);
+        regions[0] = null;
+        inline[0] = data;
+        setCount(1);
+    }
+
+    void clear() {
+        setCount(0);
+    }
+
+    private void write(int index, long address, int length, int lkey) {
+        long at = index * SGE_SIZE;
+        sges.set(JAVA_LONG, at + ADDR, address);
+        sges.set(JAVA_INT, at + LENGTH, length);
+        sges.set(JAVA_INT, at + LKEY, lkey);
+    }
+
+    /** Throws if an entry's region was closed or its memory freed since it was set. Allocation-free. */
+    void check(int requestIndex) {
+        for (int i = 0; i < count; i++) {
+            MemoryRegion region = regions[i];
+            if (region != null) {
+                region.checkMemory();
+            } else if (!inline[i].scope().isAlive()) {
+                throw new IllegalStateException("the inline data of work request " + requestIndex + " has been freed");
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.Device;
+import java.io.PrintStream;
 import java.util.List;
 
 /** {@code devices}: lists the RDMA devices, as {@code ibv_devices} does. */
@@ -8,20 +9,19 @@ final class Devices {
     private Devices() {
     }
 
-    static int main(String[] args) {
+    static int main(String[] args, PrintStream out) {
         for (String a : args) {
             if (a.equals("-h") || a.equals("--help")) {
-                System.out.println("Usage: devices\n  Lists the RDMA devices on this host, as ibv_devices does.");
+                out.println("Usage: devices\n  Lists the RDMA devices on this host, as ibv_devices does.");
                 return 0;
             }
-            System.err.println("devices: unexpected argument " + a);
-            return 1;
+            throw new Options.UsageException("unexpected argument " + a);
         }
         List<Device> devices = Device.list();
-        System.out.printf("    %-16s\t    %s%n", "device", "node GUID");
-        System.out.printf("    %-16s\t%s%n", "------", "----------------");
+        out.printf("    %-16s\t    %s%n", "device", "node GUID");
+        out.printf("    %-16s\t%s%n", "------", "----------------");
         for (Device d : devices) {
-            System.out.printf("    %-16s\t%016x%n", d.name(), d.guid());
+            out.printf("    %-16s\t%016x%n", d.name(), d.guid());
         }
         return 0;
     }

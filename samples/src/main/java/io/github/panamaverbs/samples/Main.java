@@ -1,15 +1,34 @@
 package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.VerbsException;
+import java.io.PrintStream;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.function.ToIntFunction;
 
 /** The launcher behind {@code samples/run TOOL [ARGS]}. */
 public final class Main {
-    private static final Map<String, ToIntFunction<String[]>> TOOLS = new TreeMap<>(Map.of(
-            "devices", Devices::main));
+    /** A tool: runs with its arguments, prints on {@code out}, returns the exit status. */
+    interface Tool {
+        int run(String[] args, PrintStream out);
+    }
+
+    private record Entry(Tool tool, String summary) {
+    }
+
+    private static final Map<String, Entry> TOOLS = new LinkedHashMap<>();
+
+    static {
+        TOOLS.put("devices", new Entry(Devices::main, "list the RDMA devices (ibv_devices)"));
+        TOOLS.put("devinfo", new Entry(DevInfo::main, "device and port attributes (ibv_devinfo)"));
+        TOOLS.put("rc-pingpong", new Entry(PingPong::rc, "RC send/receive ping-pong (ibv_rc_pingpong)"));
+        TOOLS.put("uc-pingpong", new Entry(PingPong::uc, "UC send/receive ping-pong (ibv_uc_pingpong)"));
+        TOOLS.put("ud-pingpong", new Entry(PingPong::ud, "UD send/receive ping-pong (ibv_ud_pingpong)"));
+        TOOLS.put("srq-pingpong", new Entry(PingPong::srq, "RC ping-pong on many QPs with one SRQ (ibv_srq_pingpong)"));
+        TOOLS.put("write-lat", new Entry(Latency::write, "RDMA write latency (perftest's ib_write_lat)"));
+        TOOLS.put("read-lat", new Entry(Latency::read, "RDMA read latency (perftest's ib_read_lat)"));
+        TOOLS.put("atomic-lat", new Entry(Latency::atomic, "atomic latency (perftest's ib_atomic_lat)"));
+    }
 
     private Main() {
     }
@@ -20,21 +39,39 @@ public final class Main {
      * @param args the tool's name, then its arguments
      */
     public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** Runs a tool as {@link #main} does, and returns its exit status instead of exiting. */
+    static int run(String[] args, PrintStream out, PrintStream err) {
         if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help")) {
-            System.out.println("Usage: samples/run TOOL [ARGS...]   (TOOL --help for its flags)\nTools: "
-                    + String.join(", ", TOOLS.keySet()));
-            System.exit(args.length == 0 ? 1 : 0);
+            (args.length == 0 ? err : out).print(usage());
+            return args.length == 0 ? 1 : 0;
         }
-        ToIntFunction<String[]> tool = TOOLS.get(args[0]);
-        if (tool == null) {
-            System.err.println("unknown tool " + args[0] + "; tools: " + String.join(", ", TOOLS.keySet()));
-            System.exit(1);
+        Entry entry = TOOLS.get(args[0]);
+        if (entry == null) {
+            err.println("unknown tool " + args[0] + "\n" + usage());
+            return 1;
         }
+        String name = args[0];
         try {
-            System.exit(tool.applyAsInt(Arrays.copyOfRange(args, 1, args.length)));
-        } catch (VerbsException e) {
-            System.err.println(args[0] + ": " + e.getMessage());
-            System.exit(1);
+            return entry.tool.run(Arrays.copyOfRange(args, 1, args.length), out);
+        } catch (Options.UsageException e) {
+            out.flush();
+            err.println(name + ": " + e.getMessage() + "\nTry 'samples/run " + name + " --help'.");
+        } catch (SampleException | VerbsException e) {
+            out.flush();
+            err.println(name + ": " + e.getMessage());
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            out.flush();
+            err.println(name + ": " + e);
         }
+        return 1;
+    }
+
+    private static String usage() {
+        StringBuilder b = new StringBuilder("Usage: samples/run TOOL [ARGS...]   (samples/run TOOL --help for its flags)\nTools:\n");
+        TOOLS.forEach((n, e) -> b.append(String.format("  %-14s %s%n", n, e.summary)));
+        return b.toString();
     }
 }

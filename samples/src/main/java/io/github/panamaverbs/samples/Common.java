@@ -1,0 +1,40 @@
+package io.github.panamaverbs.samples;
+
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.Device;
+import io.github.panamaverbs.verbs.Mtu;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/** What several tools share: picking the device, reading an MTU. */
+final class Common {
+    private Common() {
+    }
+
+    /** Opens device {@code name}, or the first one when it is null, with the C tools' messages. */
+    static Context openDevice(String name) {
+        List<Device> devices = Device.list();
+        if (devices.isEmpty()) {
+            throw new SampleException("No IB devices found");
+        }
+        if (name == null) {
+            return devices.getFirst().open();
+        }
+        for (Device d : devices) {
+            if (d.name().equals(name)) {
+                return d.open();
+            }
+        }
+        throw new SampleException("IB device " + name + " not found (devices: "
+                + devices.stream().map(Device::name).collect(Collectors.joining(", ")) + ")");
+    }
+
+    /** pp_mtu_to_enum: 256 … 4096 bytes. */
+    static Mtu mtu(int bytes) {
+        try {
+            return Mtu.ofBytes(bytes);
+        } catch (IllegalArgumentException e) {
+            throw new Options.UsageException("--mtu: " + bytes + " is not one of 256, 512, 1024, 2048, 4096");
+        }
+    }
+}

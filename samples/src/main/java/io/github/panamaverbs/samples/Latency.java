@@ -1,0 +1,505 @@
+package io.github.panamaverbs.samples;
+
+import io.github.panamaverbs.verbs.AccessFlag;
+import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.ConnectOptions;
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.Gid;
+import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.PortAttributes;
+import io.github.panamaverbs.verbs.ProtectionDomain;
+import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.RemoteEndpoint;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.VerbsException;
+import io.github.panamaverbs.verbs.WcStatus;
+import io.github.panamaverbs.verbs.WorkCompletions;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.Locale;
+
+/**
+ * {@code write-lat}, {@code read-lat}, {@code atomic-lat}: perftest's {@code ib_write_lat},
+ * {@code ib_read_lat} and {@code ib_atomic_lat} on one RC (or UC, for writes) queue pair, with
+ * perftest's flags that matter, its banner and result table, and its statistics: one sample per
+ * iteration, the time between two successive posts (a full round trip), divided by 2 for writes
+ * and by 1 for reads and atomics; the top 2 samples dropped; t_typical the median; percentiles at
+ * {@code ceil(n * 0.99)} of the sorted samples.
+ *
+ * <p>{@code write-lat} is a ping-pong of RDMA writes: each side writes {@code -s} bytes into the
+ * peer's buffer, whose last byte carries the iteration number, and spins on the last byte of its
+ * own receive buffer (an acquire read) until the peer's next write lands. {@code read-lat} and
+ * {@code atomic-lat} have the client read from (or fetch-and-add on) the server's buffer and wait
+ * for each completion; the server only waits.
+ *
+ * <p>The two sides exchange perftest's per-QP message ({@code KEY_PRINT_FMT_GID}: LID, outstanding
+ * reads, QPN, PSN, rkey, address, GID, SRQN) over TCP, but not perftest's version and system-data
+ * handshakes: the Java tools talk to each other, not to perftest's binaries.
+ */
+final class Latency {
+    private enum Verb {
+        WRITE("write-lat", "ib_write_lat", "RDMA_Write", 2, 2),
+        READ("read-lat", "ib_read_lat", "RDMA_Read", 1, 2),
+        ATOMIC("atomic-lat", "ib_atomic_lat", "Atomic", 1, 8);
+
+        final String tool;
+        final String cName;
+        final String title;
+        final int rttFactor;
+        final int defaultSize;
+
+        Verb(String tool, String cName, String title, int rttFactor, int defaultSize) {
+            this.tool = tool;
+            this.cName = cName;
+            this.title = title;
+            this.rttFactor = rttFactor;
+            this.defaultSize = defaultSize;
+        }
+    }
+
+    private static final String LINE = "---------------------------------------------------------------------------------------";
+    private static final int LAT_MEASURE_TAIL = 2;
+    private static final int MAX_SIZE = 1 << 23;
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    /** perftest's KEY_MSG_SIZE_GID. */
+    private static final int KEY_MSG_BYTES = 108;
+
+    static int write(String[] args, PrintStream out) {
+        return new Latency(Verb.WRITE).run(args, out);
+    }
+
+    static int read(String[] args, PrintStream out) {
+        return new Latency(Verb.READ).run(args, out);
+    }
+
+    static int atomic(String[] args, PrintStream out) {
+        return new Latency(Verb.ATOMIC).run(args, out);
+    }
+
+    private final Verb verb;
+    private String server;
+    private int tcpPort;
+    private String deviceName;
+    private int ibPort;
+    private int gidIndex;
+    private int size;
+    private boolean all;
+    private int iters;
+    private int inline;
+    private QpType type;
+    private String jsonFile;
+    private Duration timeout;
+    private ConnectOptions connectOptions;
+    private int mtuBytes;
+    private PrintStream out;
+
+    private Latency(Verb verb) {
+        this.verb = verb;
+    }
+
+    private boolean parse(String[] args, PrintStream out) {
+        Options o = new Options("Usage:\n  samples/run " + verb.tool + " [options]          start a server and wait for connection\n"
+                + "  samples/run " + verb.tool + " [options] <host>   connect to server at <host>\nAs perftest's " + verb.cName + ".")
+                .value('p', "port", "port", "listen on/connect to port <port> (default 18515)")
+                .value('d', "ib-dev", "dev", "use IB device <dev> (default first device found)")
+                .value('i', "ib-port", "port", "use port <port> of IB device (default 1)")
+                .value('x', "gid-index", "index", "GID index (needed on RoCE)")
+                .value('m', "mtu", "mtu", "path MTU (default 1024)")
+                .value('s', "size", "size", "size of message to exchange (default " + verb.defaultSize + ")")
+                .flag('a', "all", "run sizes from 2 till 2^23")
+                .value('n', "iters", "iters", "number of exchanges (at least 5, default 1000)");
+        if (verb == Verb.WRITE) {
+            o.value('I', "inline_size", "size", "max size of message to be sent inline (default 220)")
+                    .value('c', "connection", "type", "connection type RC or UC (default RC)");
+        }
+        o.value('\0', "out_json_file", "file", "write the results as JSON to <file>")
+                .flag('\0', "out_json", "write the results as JSON (to perftest_out.json unless --out_json_file)")
+                .value('\0', "timeout", "seconds", "give up when the peer is silent this long (default 20)");
+        if (!o.parse(args, out)) {
+            return false;
+        }
+        if (o.positional().size() > 1) {
+            throw new Options.UsageException("one server name at most, not " + o.positional());
+        }
+        server = o.positional().isEmpty() ? null : o.positional().getFirst();
+        tcpPort = o.integer("port", 18515, 1, 65535);
+        deviceName = o.string("ib-dev", null);
+        ibPort = o.integer("ib-port", 1, 1, 255);
+        gidIndex = o.integer("gid-index", -1, -1, 255);
+        all = o.has("all");
+        size = o.integer("size", verb.defaultSize, 1, MAX_SIZE);
+        if (verb == Verb.ATOMIC && size != 8) {
+            throw new Options.UsageException("atomic operations are 8 bytes: --size must be 8");
+        }
+        if (verb == Verb.ATOMIC && all) {
+            throw new Options.UsageException("--all is not available for atomics");
+        }
+        iters = o.integer("iters", 1000, 5, 100_000_000);
+        inline = o.integer("inline_size", verb == Verb.WRITE ? 220 : 0, 0, 4096);
+        String c = o.string("connection", "RC").toUpperCase(Locale.ROOT);
+        type = switch (c) {
+            case "RC" -> QpType.RC;
+            case "UC" -> QpType.UC;
+            default -> throw new Options.UsageException("--connection: " + c + " is not RC or UC");
+        };
+        jsonFile = o.has("out_json") || o.has("out_json_file") ? o.string("out_json_file", "perftest_out.json") : null;
+        timeout = Duration.ofSeconds(o.integer("timeout", 20, 1, 86_400));
+        mtuBytes = o.integer("mtu", 1024, 0, 1 << 20);
+        connectOptions = ConnectOptions.port(ibPort).mtu(Common.mtu(mtuBytes))
+                .readAtomicDepth(verb == Verb.WRITE ? 1 : 16);
+        if (gidIndex >= 0) {
+            connectOptions.gidIndex(gidIndex);
+        }
+        return true;
+    }
+
+    private int run(String[] args, PrintStream out) {
+        if (!parse(args, out)) {
+            return 0;
+        }
+        this.out = out;
+        int maxSize = all ? MAX_SIZE : size;
+        try (Resources res = new Resources()) {
+            Context ctx = res.add(Common.openDevice(deviceName));
+            PortAttributes port = ctx.queryPort(ibPort);
+            ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
+            EnumSet<AccessFlag> access = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
+            if (verb == Verb.ATOMIC) {
+                access.add(AccessFlag.REMOTE_ATOMIC);
+            }
+            // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer writes.
+            MemoryRegion mr = res.add(pd.register(res.add(new ArenaCloser()).arena.allocate(2L * maxSize, 4096), access));
+            CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
+            QueuePair qp;
+            try {
+                qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, cq).maxSendWr(16).maxRecvWr(1)
+                        .maxInlineData(inline)));
+            } catch (VerbsException e) {
+                throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
+                        + e.getMessage());
+            }
+            qp.init(connectOptions);
+            RemoteEndpoint me = qp.localEndpoint(connectOptions);
+            printBanner(out, ctx, port);
+            try (Socket s = connectTcp()) {
+                byte[] peer = exchange(s, keyMessage(me, mr.rkey(), mr.address() + maxSize));
+                Peer p = Peer.parse(peer);
+                qp.connect(new RemoteEndpoint(p.lid, p.qpn, p.psn, p.gid), connectOptions);
+                printAddress(out, "local", me, mr.rkey(), mr.address() + maxSize);
+                printAddress(out, "remote", new RemoteEndpoint(p.lid, p.qpn, p.psn, p.gid), p.rkey, p.vaddr);
+                out.println(LINE);
+                exchange(s, new byte[] {'s'});   // both are in RTS: the peer may write now
+                out.println(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ");
+                StringBuilder json = new StringBuilder();
+                int first = all ? 1 : -1;
+                for (int e = first; e < (all ? 24 : 0); e++) {
+                    int n = all ? 1 << e : size;
+                    long[] posted = server != null || verb == Verb.WRITE
+                            ? measure(qp, cq, mr, maxSize, n, p)
+                            : null;
+                    if (posted != null) {
+                        report(out, json, n, posted);
+                    }
+                    out.flush();
+                }
+                s.setSoTimeout(0);   // a passive server waits as long as the client measures; a dead peer closes the socket
+                exchange(s, new byte[] {'e'});   // done: neither side tears down while the other still posts
+                out.println(LINE);
+                if (jsonFile != null && !json.isEmpty()) {
+                    writeJson(json);
+                }
+            } catch (IOException e) {
+                throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
+            }
+            return 0;
+        }
+    }
+
+    /** One size: returns the post times, or null for the passive server of reads and atomics. */
+    private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, Peer peer) {
+        MemorySegment buf = mr.segment();
+        long postAt = n - 1;
+        long pollAt = maxSize + n - 1L;
+        SendRequest wr = new SendRequest(1).id(1).signaled(true);
+        switch (verb) {
+            case WRITE -> wr.opcode(SendOpcode.RDMA_WRITE).sge(mr, 0, n).rdma(peer.vaddr, peer.rkey).inline(n <= inline);
+            case READ -> wr.opcode(SendOpcode.RDMA_READ).sge(mr, 0, n).rdma(peer.vaddr, peer.rkey);
+            case ATOMIC -> wr.opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).sge(mr, 0, 8).atomic(peer.vaddr, peer.rkey, 1, 0);
+        }
+        WorkCompletions wc = new WorkCompletions(1);
+        long[] posted = new long[iters];
+        boolean isServer = server == null;
+        long timeoutNanos = timeout.toNanos();
+        int scnt = 0;
+        int rcnt = 0;
+        int ccnt = 0;
+        while (scnt < iters || ccnt < iters || (verb == Verb.WRITE && rcnt < iters)) {
+            if (verb == Verb.WRITE && rcnt < iters && !(scnt < 1 && isServer)) {
+                rcnt++;
+                byte want = (byte) rcnt;
+                long since = System.nanoTime();
+                int spins = 0;
+                while ((byte) BYTE.getAcquire(buf, pollAt) != want) {
+                    if (++spins == 1 << 16) {
+                        spins = 0;
+                        if (System.nanoTime() - since > timeoutNanos) {
+                            throw silent(scnt, rcnt - 1);
+                        }
+                        Thread.onSpinWait();
+                    }
+                }
+            }
+            if (scnt < iters) {
+                posted[scnt] = System.nanoTime();
+                if (verb == Verb.WRITE) {
+                    buf.set(ValueLayout.JAVA_BYTE, postAt, (byte) ++scnt);
+                } else {
+                    scnt++;
+                }
+                qp.postSend(wr);
+            }
+            if (ccnt < iters) {
+                long since = System.nanoTime();
+                int spins = 0;
+                while (cq.poll(wc) == 0) {
+                    if (++spins == 1 << 12) {
+                        spins = 0;
+                        if (System.nanoTime() - since > timeoutNanos) {
+                            throw silent(scnt, rcnt);
+                        }
+                    }
+                }
+                if (wc.status(0) != WcStatus.SUCCESS) {
+                    throw new SampleException(String.format("Completion with error at client: status %s (%d), "
+                            + "vendor error 0x%x, scnt=%d, ccnt=%d", wc.status(0).description(), wc.status(0).value(),
+                            wc.vendorError(0), scnt, ccnt));
+                }
+                ccnt++;
+            }
+        }
+        return posted;
+    }
+
+    private SampleException silent(int scnt, int rcnt) {
+        return new SampleException("nothing from the peer for " + timeout.toSeconds() + " s after " + scnt + " posts and "
+                + rcnt + " receipts of " + iters + ": the peer is gone (see --timeout)");
+    }
+
+    /** print_report_lat: the statistics exactly as perftest computes them, in microseconds. */
+    private void report(PrintStream out, StringBuilder json, int n, long[] posted) {
+        Stats s = Stats.of(posted, verb.rttFactor);
+        out.printf(Locale.ROOT, " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f%n",
+                n, iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999);
+        json.append(json.isEmpty() ? "" : ",\n").append(String.format(Locale.ROOT,
+                "{\"MsgSize\": %d, \"n_iterations\": %d, \"t_min\": %.2f, \"t_max\": %.2f, \"t_typical\": %.2f, "
+                        + "\"t_avg\": %.2f, \"t_stdev\": %.2f, \"percentile_99\": %.2f, \"percentile_99.9\": %.2f}",
+                n, iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999));
+    }
+
+    /** perftest's latency figures, in microseconds. */
+    record Stats(double min, double max, double typical, double avg, double stdev, double p99, double p999) {
+        /**
+         * From the post times of each iteration (nanoseconds): {@code iters - 1} deltas, sorted, the top
+         * {@link #LAT_MEASURE_TAIL} dropped; the median as perftest's get_median (integer mean of the two
+         * middle samples for an even count); the standard deviation with perftest's integer truncation.
+         */
+        static Stats of(long[] posted, int rttFactor) {
+            int cnt = posted.length - 1;
+            long[] delta = new long[cnt];
+            for (int i = 0; i < cnt; i++) {
+                delta[i] = posted[i + 1] - posted[i];
+            }
+            Arrays.sort(delta);
+            cnt -= LAT_MEASURE_TAIL;
+            double q = 1000.0 * rttFactor;
+            long median = (cnt - 1) % 2 != 0 ? (delta[cnt / 2] + delta[cnt / 2 - 1]) / 2 : delta[cnt / 2];
+            double sum = 0;
+            for (int i = 0; i < cnt; i++) {
+                sum += delta[i] / q;
+            }
+            double avg = sum / cnt;
+            double var = 0;
+            for (int i = 0; i < cnt; i++) {
+                int t = (int) (avg - delta[i] / q);
+                var += (int) Math.pow(t, 2);
+            }
+            int i99 = (int) Math.ceil(cnt * 0.99);
+            int i999 = (int) Math.ceil(cnt * 0.999);
+            return new Stats(delta[0] / q, delta[cnt] / q, median / q, avg, Math.sqrt(var / cnt), delta[i99] / q, delta[i999] / q);
+        }
+    }
+
+    private void writeJson(StringBuilder results) {
+        String text = "{\n\"test\": \"" + verb.title + " Latency\",\n\"results\": [\n" + results + "\n]\n}\n";
+        try {
+            Files.writeString(Path.of(jsonFile), text);
+        } catch (IOException e) {
+            throw new SampleException("couldn't write " + jsonFile + ": " + e.getMessage());
+        }
+    }
+
+    private void printBanner(PrintStream out, Context ctx, PortAttributes port) {
+        out.println(LINE);
+        out.println("                    " + verb.title + " Latency Test");
+        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.device().name());
+        out.printf(" Number of qps   : 1\t\tTransport type : %s%n", switch (ctx.device().transport()) {
+            case IB -> "IB";
+            case IWARP -> "IW";
+            default -> "Unknown";
+        });
+        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", type);
+        out.println(" PCIe relax order: OFF");
+        out.println(" ibv_wr* API     : OFF");
+        if (server != null) {
+            out.println(" TX depth        : 1");
+        }
+        out.printf(" Mtu             : %d[B]%n", Math.min(mtuBytes, port.activeMtu().bytes()));
+        out.printf(" Link type       : %s%n", switch (port.linkLayer()) {
+            case ETHERNET -> "Ethernet";
+            case INFINIBAND -> "IB";
+            default -> "Unknown";
+        });
+        if (gidIndex >= 0) {
+            out.printf(" GID index       : %d%n", gidIndex);
+        }
+        if (verb == Verb.WRITE) {
+            out.printf(" Max inline data : %d[B]%n", inline);
+        } else {
+            out.println(" Outstand reads  : 16");
+        }
+        out.println(" rdma_cm QPs\t : OFF");
+        out.println(" Data ex. method : Ethernet");
+        out.println(LINE);
+        out.flush();
+    }
+
+
+    /** ctx_print_pingpong_data: " local address: LID 0000 QPN 0x0011 PSN 0x... RKey 0x... VAddr 0x...". */
+    private void printAddress(PrintStream out, String side, RemoteEndpoint e, int rkey, long vaddr) {
+        StringBuilder b = new StringBuilder(" " + side + " address: LID " + alt(e.lid(), 4) + " QPN " + alt(e.qpn(), 6)
+                + " PSN " + alt(e.psn(), 6));
+        if (verb == Verb.READ) {
+            b.append(" OUT ").append(alt(16, 4));
+        }
+        if (verb != Verb.ATOMIC) {
+            b.append(" RKey ").append(alt(rkey, 8)).append(" VAddr ").append(alt(vaddr, 16));
+        }
+        out.println(b);
+        if (gidIndex >= 0) {
+            StringBuilder g = new StringBuilder(" GID: ");
+            byte[] raw = e.gid().bytes();
+            for (int i = 0; i < 16; i++) {
+                g.append(i == 0 ? "" : ":").append(String.format("%02d", raw[i] & 0xff));
+            }
+            out.println(g);
+        }
+    }
+
+    /** C's {@code %#0Nx}: "0x" and zero padding to N characters in all, or just zeros for 0. */
+    static String alt(long v, int width) {
+        if (v == 0) {
+            return "0".repeat(width);
+        }
+        String hex = Long.toHexString(v);
+        return "0x" + "0".repeat(Math.max(0, width - 2 - hex.length())) + hex;
+    }
+
+    /** KEY_PRINT_FMT_GID, NUL-terminated: 108 bytes. */
+    private static byte[] keyMessage(RemoteEndpoint me, int rkey, long vaddr) {
+        StringBuilder b = new StringBuilder(String.format("%04x:%04x:%06x:%06x:%08x:%016x:", me.lid(), 16, me.qpn(),
+                me.psn(), rkey, vaddr));
+        for (byte x : me.gid().bytes()) {
+            b.append(String.format("%02x:", x & 0xff));
+        }
+        b.append(String.format("%08x:", 0));
+        byte[] msg = new byte[KEY_MSG_BYTES];
+        byte[] text = b.toString().getBytes(StandardCharsets.US_ASCII);
+        System.arraycopy(text, 0, msg, 0, text.length);
+        return msg;
+    }
+
+    private record Peer(int lid, int qpn, int psn, int rkey, long vaddr, Gid gid) {
+        static Peer parse(byte[] msg) {
+            String s = new String(msg, StandardCharsets.US_ASCII).replace("\0", "");
+            String[] f = s.split(":");
+            try {
+                byte[] gid = new byte[16];
+                for (int i = 0; i < 16; i++) {
+                    gid[i] = (byte) Integer.parseInt(f[6 + i], 16);
+                }
+                return new Peer(Integer.parseInt(f[0], 16), Integer.parseInt(f[2], 16), Integer.parseInt(f[3], 16),
+                        Integer.parseUnsignedInt(f[4], 16), Long.parseUnsignedLong(f[5], 16), Gid.of(gid));
+            } catch (RuntimeException e) {
+                throw new SampleException("bad connection data from the peer: \"" + s + "\" (is it the same Java tool?)");
+            }
+        }
+    }
+
+    private Socket connectTcp() throws IOException {
+        if (server != null) {
+            Socket s = new Socket();
+            try {
+                s.connect(new InetSocketAddress(server, tcpPort), (int) timeout.toMillis());
+            } catch (ConnectException | SocketTimeoutException e) {
+                s.close();
+                throw new SampleException("Couldn't connect to " + server + ":" + tcpPort + " (" + e.getMessage() + ")");
+            }
+            s.setSoTimeout((int) timeout.toMillis());
+            return s;
+        }
+        try (ServerSocket ss = new ServerSocket()) {
+            ss.setReuseAddress(true);
+            ss.bind(new InetSocketAddress(tcpPort), 1);
+            out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
+            Socket s = ss.accept();
+            s.setSoTimeout((int) timeout.toMillis());
+            return s;
+        }
+    }
+
+    /** Sends {@code mine}, reads as many bytes from the peer. */
+    private byte[] exchange(Socket s, byte[] mine) throws IOException {
+        OutputStream o = s.getOutputStream();
+        o.write(mine);
+        o.flush();
+        InputStream in = s.getInputStream();
+        byte[] theirs;
+        try {
+            theirs = in.readNBytes(mine.length);
+        } catch (SocketTimeoutException e) {
+            throw new SampleException("the peer sent nothing for " + timeout.toSeconds() + " s");
+        }
+        if (theirs.length != mine.length) {
+            throw new SampleException("the peer closed the connection (it failed, or is a different tool)");
+        }
+        return theirs;
+    }
+
+    /** A confined-to-nobody arena for the buffer, closed after the region (Resources closes last-added first). */
+    private static final class ArenaCloser implements AutoCloseable {
+        final java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+}

@@ -1,0 +1,344 @@
+/*
+ * The C twins of the panama-verbs JMH benchmarks: the same operations, done by C, called once
+ * through FFM with N iterations (per-operation time = total / N), plus the set-up of two
+ * connected RC queue pairs that the C loops and the raw-bindings benchmarks share.
+ *
+ * Build: gcc -O2 -shared -fPIC -o libpvbench.so pvbench.c -libverbs
+ */
+#include <infiniband/verbs.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Two RC queue pairs on one device, connected to each other; each has its own CQ (send and
+ * receive) and a registered buffer with remote write access. */
+struct pvb_pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_mr *mr[2];
+	char *buf[2];
+	size_t size;
+	unsigned char seq;  /* the last byte written by pvb_pingpong_write */
+	int receives;        /* whether pvb_pingpong_send has posted its receives */
+};
+
+static char last_error[256];
+
+/* The message of the last failed pvb_pair_open. */
+const char *pvb_last_error(void) { return last_error; }
+
+/* A no-op: what a downcall costs, in isolation. */
+void pvb_noop(void) {}
+
+
+static int fail(const char *what, int err)
+{
+	snprintf(last_error, sizeof last_error, "%s failed: %s", what, strerror(err));
+	return -1;
+}
+
+static int to_rts(struct pvb_pair *p, int port, int gid_index, struct ibv_qp *qp, struct ibv_qp *peer)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	int rc;
+
+	if ((rc = ibv_query_port(p->ctx, port, &pa)))
+		return fail("ibv_query_port", rc);
+	if ((rc = ibv_query_gid(p->ctx, port, gid_index, &gid)))
+		return fail("ibv_query_gid", rc);
+
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = port,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	if ((rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)))
+		return fail("ibv_modify_qp(INIT)", rc);
+
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = pa.active_mtu;
+	a.dest_qp_num = peer->qp_num;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = port;
+	a.ah_attr.dlid = pa.lid;
+	if (pa.link_layer == IBV_LINK_LAYER_ETHERNET || gid_index > 0) {
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = gid;
+		a.ah_attr.grh.sgid_index = gid_index;
+		a.ah_attr.grh.hop_limit = 1;
+	}
+	if ((rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN
+			| IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
+		return fail("ibv_modify_qp(RTR)", rc);
+
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	if ((rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
+			| IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)))
+		return fail("ibv_modify_qp(RTS)", rc);
+	return 0;
+}
+
+void pvb_pair_close(struct pvb_pair *p);
+
+/* Opens device `name`, and connects two RC QPs with `size`-byte buffers. NULL on failure
+ * (pvb_last_error says why). */
+struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long size, int max_inline)
+{
+	struct pvb_pair *p = calloc(1, sizeof *p);
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	if (!p || !list) {
+		fail("ibv_get_device_list", ENOMEM);
+		free(p);
+		return NULL;
+	}
+	for (i = 0; list[i]; i++)
+		if (!name || !*name || !strcmp(ibv_get_device_name(list[i]), name))
+			break;
+	if (!list[i]) {
+		snprintf(last_error, sizeof last_error, "no RDMA device %s", name ? name : "");
+		ibv_free_device_list(list);
+		free(p);
+		return NULL;
+	}
+	p->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!p->ctx) {
+		fail("ibv_open_device", errno);
+		free(p);
+		return NULL;
+	}
+	p->size = size;
+	if (!(p->pd = ibv_alloc_pd(p->ctx))) {
+		fail("ibv_alloc_pd", errno);
+		goto bad;
+	}
+	for (i = 0; i < 2; i++) {
+		if (!(p->cq[i] = ibv_create_cq(p->ctx, 1024, NULL, NULL, 0))) {
+			fail("ibv_create_cq", errno);
+			goto bad;
+		}
+		if (posix_memalign((void **) &p->buf[i], 4096, size)) {
+			fail("posix_memalign", ENOMEM);
+			goto bad;
+		}
+		memset(p->buf[i], 0, size);
+		if (!(p->mr[i] = ibv_reg_mr(p->pd, p->buf[i], size,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ))) {
+			fail("ibv_reg_mr", errno);
+			goto bad;
+		}
+		struct ibv_qp_init_attr ia = {
+			.send_cq = p->cq[i], .recv_cq = p->cq[i], .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 1, .max_recv_sge = 1,
+				 .max_inline_data = max_inline },
+		};
+		if (!(p->qp[i] = ibv_create_qp(p->pd, &ia))) {
+			fail("ibv_create_qp", errno);
+			goto bad;
+		}
+	}
+	if (to_rts(p, port, gid_index, p->qp[0], p->qp[1]) || to_rts(p, port, gid_index, p->qp[1], p->qp[0]))
+		goto bad;
+	return p;
+bad:
+	pvb_pair_close(p);
+	return NULL;
+}
+
+void pvb_pair_close(struct pvb_pair *p)
+{
+	if (!p)
+		return;
+	for (int i = 1; i >= 0; i--) {
+		if (p->qp[i])
+			ibv_destroy_qp(p->qp[i]);
+		if (p->mr[i])
+			ibv_dereg_mr(p->mr[i]);
+		if (p->cq[i])
+			ibv_destroy_cq(p->cq[i]);
+		free(p->buf[i]);
+	}
+	if (p->pd)
+		ibv_dealloc_pd(p->pd);
+	if (p->ctx)
+		ibv_close_device(p->ctx);
+	free(p);
+}
+
+/* Field `what` of the pair, as a number: 0 context, 1/2 CQ a/b, 3/4 QP a/b, 5/6 buffer a/b,
+ * 7/8 lkey a/b, 9/10 rkey a/b. */
+long pvb_pair_get(struct pvb_pair *p, int what)
+{
+	switch (what) {
+	case 0: return (long) (uintptr_t) p->ctx;
+	case 1: case 2: return (long) (uintptr_t) p->cq[what - 1];
+	case 3: case 4: return (long) (uintptr_t) p->qp[what - 3];
+	case 5: case 6: return (long) (uintptr_t) p->buf[what - 5];
+	case 7: case 8: return p->mr[what - 7]->lkey;
+	case 9: case 10: return p->mr[what - 9]->rkey;
+	default: return -1;
+	}
+}
+
+/* ibv_poll_cq on `cq`, n times; returns the number of completions found (0 on an empty CQ). */
+long pvb_poll_empty(struct ibv_cq *cq, long n)
+{
+	struct ibv_wc wc[16];
+	long found = 0;
+	for (long i = 0; i < n; i++)
+		found += ibv_poll_cq(cq, 16, wc);
+	return found;
+}
+
+/* Polls `cq` until one completion arrives; 0 on success, -1 on a failed completion or poll. */
+static int await_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int k;
+	while ((k = ibv_poll_cq(cq, 1, wc)) == 0)
+		;
+	return k < 0 || wc->status != IBV_WC_SUCCESS ? -1 : 0;
+}
+
+/* n times: post a signaled `size`-byte RDMA write from QP a's buffer into b's, poll its completion.
+ * Returns n, or -1 on an error. */
+long pvb_write_poll(struct pvb_pair *p, long n, int size)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t) p->buf[0], .length = size, .lkey = p->mr[0]->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t) p->buf[1], .rkey = p->mr[1]->rkey },
+	}, *bad;
+	struct ibv_wc wc;
+	for (long i = 0; i < n; i++) {
+		if (ibv_post_send(p->qp[0], &wr, &bad) || await_one(p->cq[0], &wc))
+			return -1;
+	}
+	return n;
+}
+
+/* n times: post a chain of `batch` `size`-byte RDMA writes, only the last signaled, and poll its
+ * completion. Returns n * batch, or -1. */
+long pvb_write_batch(struct pvb_pair *p, long n, int batch, int size)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t) p->buf[0], .length = size, .lkey = p->mr[0]->lkey };
+	struct ibv_send_wr wr[64], *bad;
+	struct ibv_wc wc;
+	if (batch < 1 || batch > 64)
+		return -1;
+	memset(wr, 0, sizeof wr);
+	for (int j = 0; j < batch; j++) {
+		wr[j].wr_id = j;
+		wr[j].sg_list = &sge;
+		wr[j].num_sge = 1;
+		wr[j].opcode = IBV_WR_RDMA_WRITE;
+		wr[j].wr.rdma.remote_addr = (uintptr_t) p->buf[1] + (uint64_t) j * size;
+		wr[j].wr.rdma.rkey = p->mr[1]->rkey;
+		wr[j].next = j + 1 < batch ? &wr[j + 1] : NULL;
+	}
+	wr[batch - 1].send_flags = IBV_SEND_SIGNALED;
+	for (long i = 0; i < n; i++) {
+		if (ibv_post_send(p->qp[0], wr, &bad) || await_one(p->cq[0], &wc))
+			return -1;
+	}
+	return n * batch;
+}
+
+/* n round trips of `size`-byte RDMA writes, one thread playing both sides: a writes into b's
+ * buffer, b spins on the last byte, then b writes into a's buffer and a spins (as ib_write_lat
+ * does, with each side's send completion polled after the spin). Returns n, or -1. */
+long pvb_pingpong_write(struct pvb_pair *p, long n, int size)
+{
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_wc wc;
+	memset(wr, 0, sizeof wr);
+	for (int s = 0; s < 2; s++) {
+		sge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s], .length = size, .lkey = p->mr[s]->lkey };
+		wr[s].sg_list = &sge[s];
+		wr[s].num_sge = 1;
+		wr[s].opcode = IBV_WR_RDMA_WRITE;
+		wr[s].send_flags = IBV_SEND_SIGNALED;
+		wr[s].wr.rdma.remote_addr = (uintptr_t) p->buf[1 - s] + 4096;
+		wr[s].wr.rdma.rkey = p->mr[1 - s]->rkey;
+	}
+	for (long i = 0; i < n; i++) {
+		for (int s = 0; s < 2; s++) {
+			volatile char *last = p->buf[1 - s] + 4096 + size - 1;
+			char seq = (char) ++p->seq;
+			p->buf[s][size - 1] = seq;
+			if (ibv_post_send(p->qp[s], &wr[s], &bad))
+				return -1;
+			while (*last != seq)
+				;
+			if (await_one(p->cq[s], &wc))
+				return -1;
+		}
+	}
+	return n;
+}
+
+/* n round trips of `size`-byte sends, one thread playing both sides (a sends, b receives and sends
+ * back, a receives); one receive is always posted on each side (posted by the first call, for at
+ * most 8 KiB). Returns n, or -1. */
+long pvb_pingpong_send(struct pvb_pair *p, long n, int size)
+{
+	struct ibv_sge sge[2], rsge[2];
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_recv_wr rwr[2], *rbad;
+	struct ibv_wc wc[4];
+	memset(wr, 0, sizeof wr);
+	memset(rwr, 0, sizeof rwr);
+	for (int s = 0; s < 2; s++) {
+		sge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s], .length = size, .lkey = p->mr[s]->lkey };
+		rsge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s] + 8192, .length = 8192, .lkey = p->mr[s]->lkey };
+		wr[s] = (struct ibv_send_wr) { .wr_id = 1, .sg_list = &sge[s], .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED };
+		rwr[s] = (struct ibv_recv_wr) { .wr_id = 2, .sg_list = &rsge[s], .num_sge = 1 };
+		if (!p->receives && ibv_post_recv(p->qp[s], &rwr[s], &rbad))
+			return -1;
+	}
+	p->receives = 1;
+	for (long i = 0; i < n; i++) {
+		for (int s = 0; s < 2; s++) {
+			if (ibv_post_send(p->qp[s], &wr[s], &bad))
+				return -1;
+			/* the peer waits for its receive (consuming send completions on the way) */
+			int got = 0, k;
+			while (!got) {
+				k = ibv_poll_cq(p->cq[1 - s], 4, wc);
+				if (k < 0)
+					return -1;
+				for (int j = 0; j < k; j++) {
+					if (wc[j].status != IBV_WC_SUCCESS)
+						return -1;
+					if (wc[j].opcode == IBV_WC_RECV)
+						got = 1;
+				}
+			}
+			if (ibv_post_recv(p->qp[1 - s], &rwr[1 - s], &rbad))
+				return -1;
+		}
+	}
+	/* drain the last send completions */
+	for (int s = 0; s < 2; s++)
+		while (ibv_poll_cq(p->cq[s], 4, wc) > 0)
+			;
+	return n;
+}

@@ -1,0 +1,300 @@
+package io.github.panamaverbs.jmh;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.openjdk.jmh.profile.GCProfiler;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.results.format.ResultFormatType;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+
+/**
+ * Runs every benchmark (JMH, with the gc profiler), a second pass of the poll and post benchmarks
+ * with {@code -Dpanamaverbs.critical=true}, and perftest's {@code ib_write_lat}, {@code ib_send_lat}
+ * and {@code ib_write_bw} on the same device; prints the table (Java, C, ratio, B/op) and writes
+ * {@code results.md}, {@code results.svg}, the raw JMH JSON and perftest's output into the output
+ * directory. scripts/bench runs it (inside scripts/with-rdma when the host has no device).
+ *
+ * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--no-perftest] [--machine TEXT]}.
+ */
+public final class BenchMain {
+    private static final String PKG = BenchMain.class.getPackageName();
+    private static final int[] SIZES = {2, 256, 4096};
+
+    private final boolean quick;
+    private final Path out;
+    private final String include;
+    private final boolean perftest;
+    private final String machine;
+    private final Map<String, RunResult> results = new LinkedHashMap<>();
+    private final Map<String, double[]> perf = new LinkedHashMap<>();
+
+    private BenchMain(boolean quick, Path out, String include, boolean perftest, String machine) {
+        this.quick = quick;
+        this.out = out;
+        this.include = include;
+        this.perftest = perftest;
+        this.machine = machine;
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean quick = false;
+        boolean perftest = true;
+        Path out = Path.of("jmh/results");
+        String include = ".*";
+        String machine = System.getenv().getOrDefault("BENCH_MACHINE", "unknown machine");
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--quick", "-quick" -> quick = true;
+                case "--out" -> out = Path.of(args[++i]);
+                case "--include" -> include = args[++i];
+                case "--no-perftest" -> perftest = false;
+                case "--machine" -> machine = args[++i];
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        Files.createDirectories(out);
+        new BenchMain(quick, out.toAbsolutePath(), include, perftest, machine).run();
+    }
+
+    private ChainedOptionsBuilder options(String regex, String json, String... jvmArgs) {
+        List<String> jvm = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED",
+                "-Dpvbench.dir=" + C.DIR.toAbsolutePath(), "-Xms256m", "-Xmx256m"));
+        jvm.addAll(List.of(jvmArgs));
+        ChainedOptionsBuilder o = new OptionsBuilder()
+                .include(PKG + "\\.(" + regex + ")")
+                .addProfiler(GCProfiler.class)
+                .jvmArgsAppend(jvm.toArray(String[]::new))
+                .resultFormat(ResultFormatType.JSON)
+                .result(out.resolve(json).toString())
+                .shouldFailOnError(false);
+        if (quick) {
+            // in the harness JVM for the main pass (one JVM start instead of one per benchmark)
+            o.forks(json.contains("main") ? 0 : 1).warmupIterations(1).warmupTime(TimeValue.milliseconds(300))
+                    .measurementIterations(1).measurementTime(TimeValue.milliseconds(300))
+                    .param("size", "2", "4096");
+        }
+        // otherwise the classes' @Fork/@Warmup/@Measurement: Java 10 x 1 s warm-up (C2 needs 6 to 12
+        // under TCG), 5 x 1 s measured; the C loops 1 + 3
+        return o;
+    }
+
+    private void jmh(String phase, String regex, String json, String... jvmArgs) throws Exception {
+        Collection<RunResult> rs = new Runner(options(regex, json, jvmArgs).build()).run();
+        for (RunResult r : rs) {
+            String name = r.getParams().getBenchmark().substring(PKG.length() + 1);
+            String size = r.getParams().getParam("size");
+            results.put(phase + ":" + name + (size == null ? "" : ":" + size), r);
+        }
+    }
+
+    private void run() throws Exception {
+        long t0 = System.nanoTime();
+        jmh("main", include.equals(".*") ? ".*" : include, "jmh-main.json");
+        String dataPath = "PollEmpty\\.(api|raw)|WritePoll\\.(api|raw)";
+        if (include.equals(".*") || Pattern.compile(include).matcher("PollEmpty.api").find()) {
+            jmh("crit", dataPath, "jmh-critical-on.json", "-Dpanamaverbs.critical=true");
+        }
+        if (perftest) {
+            runPerftest();
+        }
+        String table = table();
+        String when = ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z"));
+        String header = "panama-verbs benchmarks, " + when + (quick ? " (quick mode: figures are rough)" : "")
+                + "\nMachine: " + machine + "; device " + System.getenv().getOrDefault("RDMA_DEVICE", "?")
+                + "; " + System.getProperty("java.vm.name") + " " + System.getProperty("java.version")
+                + String.format(Locale.ROOT, "; run took %.1f min", (System.nanoTime() - t0) / 60e9) + "\n\n";
+        System.out.println();
+        System.out.println(header + table);
+        Files.writeString(out.resolve("results.md"), header + table);
+        Files.writeString(out.resolve("results.svg"), Chart.svg(rows, "Java time / C time (1.0 = as fast as C)"
+                + (quick ? " [quick run]" : ""), when + ", " + machine));
+    }
+
+    // ---------------------------------------------------------------- perftest
+
+    private void runPerftest() throws IOException, InterruptedException {
+        String dev = System.getenv().getOrDefault("RDMA_DEVICE", "rxe0");
+        String gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "0");
+        String port = System.getenv().getOrDefault("RDMA_PORT", "1");
+        String common = "-d " + dev + " -i " + port + " -x " + gid + " -F";
+        StringBuilder log = new StringBuilder();
+        for (String tool : new String[] {"ib_write_lat", "ib_send_lat"}) {
+            for (int size : quick ? new int[] {2, 4096} : SIZES) {
+                String args = common + " -s " + size + " -n " + (quick ? 200 : 2000);
+                String text = perftest(tool, args, log);
+                double[] v = parse(text, size, 9);
+                if (v != null) {
+                    // t_typical (median) and t_avg, in µs
+                    perf.put(tool + ":" + size, new double[] {v[4], v[5]});
+                }
+            }
+        }
+        String text = perftest("ib_write_bw", common + " -s 64 -n " + (quick ? 2000 : 50000), log);
+        double[] v = parse(text, 64, 5);
+        if (v != null) {
+            perf.put("ib_write_bw:64", new double[] {v[4]}); // Mpps
+        }
+        Files.writeString(out.resolve("perftest.txt"), log);
+    }
+
+    /** Runs server (vCPU 1 when there is one) and client (vCPU 0) on the same device, over 127.0.0.1. */
+    private static String perftest(String tool, String args, StringBuilder log) throws IOException, InterruptedException {
+        String script = "cpus=$(nproc); srv=$(( cpus > 1 ? 1 : 0 )); "
+                + "taskset -c $srv " + tool + " " + args + " >/tmp/pv-perftest-server.txt 2>&1 & s=$!; "
+                + "ok=1; for i in $(seq 20); do sleep 0.5; "
+                + "if taskset -c 0 " + tool + " " + args + " 127.0.0.1; then ok=0; break; fi; "
+                + "kill -0 $s 2>/dev/null || break; done; "
+                + "kill $s 2>/dev/null; wait $s 2>/dev/null; exit $ok";
+        Process p = new ProcessBuilder("bash", "-c", script).redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes());
+        boolean done = p.waitFor(300, TimeUnit.SECONDS);
+        log.append("$ ").append(tool).append(' ').append(args).append(done ? " (exit " + p.exitValue() + ")" : " (timed out)")
+                .append('\n').append(text).append('\n');
+        System.out.println("perftest: " + tool + " " + args);
+        return text;
+    }
+
+    /** The numbers of perftest's result line for {@code size}, or null. */
+    private static double[] parse(String text, int size, int columns) {
+        Pattern line = Pattern.compile("^\\s*" + size + "\\s+\\d+(\\s+[0-9.]+)+\\s*$", Pattern.MULTILINE);
+        Matcher m = line.matcher(text);
+        if (!m.find()) {
+            return null;
+        }
+        String[] f = m.group().trim().split("\\s+");
+        if (f.length < columns) {
+            return null;
+        }
+        double[] v = new double[f.length];
+        for (int i = 0; i < f.length; i++) {
+            v[i] = Double.parseDouble(f[i]);
+        }
+        return v;
+    }
+
+    // ---------------------------------------------------------------- table
+
+    /** One line of the table; times in ns per operation (NaN when absent). */
+    record Row(String name, double java, double c, double perftest, double bytesPerOp, String unit) {
+        double ratio() {
+            return java / c;
+        }
+
+        double perfRatio() {
+            return java / perftest;
+        }
+    }
+
+    private final List<Row> rows = new ArrayList<>();
+
+    private double score(String key) {
+        RunResult r = results.get(key);
+        return r == null ? Double.NaN : r.getPrimaryResult().getScore();
+    }
+
+    private double median(String key) {
+        RunResult r = results.get(key);
+        return r == null ? Double.NaN : r.getPrimaryResult().getStatistics().getPercentile(50);
+    }
+
+    private double bytesPerOp(String key) {
+        RunResult r = results.get(key);
+        if (r == null) {
+            return Double.NaN;
+        }
+        for (Map.Entry<String, Result> e : r.getSecondaryResults().entrySet()) {
+            if (e.getKey().endsWith("gc.alloc.rate.norm")) {
+                return e.getValue().getScore();
+            }
+        }
+        return Double.NaN;
+    }
+
+    private void row(String name, String javaKey, String cKey, String unit) {
+        rows.add(new Row(name, score(javaKey), score(cKey), Double.NaN, bytesPerOp(javaKey), unit));
+    }
+
+    private String table() {
+        rows.clear();
+        row("no-op call: FFM downcall (C = JNI)", "main:CallOverhead.ffm", "main:CallOverhead.jni", "ns");
+        row("no-op call: FFM critical (C = JNI)", "main:CallOverhead.ffmCritical", "main:CallOverhead.jni", "ns");
+        for (String b : new String[] {"PollEmpty", "WritePoll"}) {
+            String what = b.equals("PollEmpty") ? "poll empty CQ" : "64 B RDMA write + poll";
+            row(what + ": typed API", "main:" + b + ".api", "main:" + b + ".c", "ns");
+            row(what + ": raw bindings", "main:" + b + ".raw", "main:" + b + ".c", "ns");
+            row(what + ": typed API, critical on", "crit:" + b + ".api", "main:" + b + ".c", "ns");
+            row(what + ": raw bindings, critical on", "crit:" + b + ".raw", "main:" + b + ".c", "ns");
+        }
+        for (String kind : new String[] {"write", "send"}) {
+            String tool = kind.equals("write") ? "ib_write_lat" : "ib_send_lat";
+            String cName = kind.equals("write") ? "cWrite" : "cSend";
+            for (int size : SIZES) {
+                String jk = "main:PingPong." + kind + ":" + size;
+                if (!results.containsKey(jk)) {
+                    continue;
+                }
+                // half round trips: JMH's op is a round trip; SampleTime p50 in µs -> ns
+                double java = median(jk) * 1000 / 2;
+                double c = score("main:PingPong." + cName + ":" + size) * 1000 / 2;
+                double[] p = perf.get(tool + ":" + size);
+                rows.add(new Row("ping-pong " + kind + " " + size + " B, half RTT p50", java, c,
+                        p == null ? Double.NaN : p[0] * 1000, bytesPerOp(jk) / 2, "ns"));
+            }
+        }
+        double[] bw = perf.get("ib_write_bw:64");
+        rows.add(new Row("64 B writes, chains of " + MessageRate.BATCH + ", per message", score("main:MessageRate.api"),
+                score("main:MessageRate.c"), bw == null ? Double.NaN : 1000 / bw[0], bytesPerOp("main:MessageRate.api"), "ns"));
+
+        StringBuilder t = new StringBuilder();
+        t.append("| Benchmark | Java | C | Java/C | perftest | Java/perftest | Java B/op |\n");
+        t.append("|---|---:|---:|---:|---:|---:|---:|\n");
+        for (Row r : rows) {
+            if (Double.isNaN(r.java()) && Double.isNaN(r.c())) {
+                continue;
+            }
+            t.append("| ").append(r.name())
+                    .append(" | ").append(fmt(r.java(), r.unit()))
+                    .append(" | ").append(fmt(r.c(), r.unit()))
+                    .append(" | ").append(ratio(r.ratio()))
+                    .append(" | ").append(fmt(r.perftest(), r.unit()))
+                    .append(" | ").append(ratio(r.perfRatio()))
+                    .append(" | ").append(Double.isNaN(r.bytesPerOp()) ? "–"
+                            : String.format(Locale.ROOT, "%.3f", Math.max(0, r.bytesPerOp())))
+                    .append(" |\n");
+        }
+        t.append("\nTimes per operation (ping-pong: half a round trip, the median for Java and perftest's t_typical;"
+                + " the C loop's mean). C = the same loop in C (jmh/src/main/c/pvbench.c) called once through FFM"
+                + " for N iterations; for the call rows, C = a JNI native method. perftest = ib_write_lat / ib_send_lat"
+                + " (server and client processes) and ib_write_bw -s 64 (1/msg rate), same device, same job."
+                + " B/op: JMH -prof gc, gc.alloc.rate.norm.\n");
+        return t.toString();
+    }
+
+    private static String fmt(double v, String unit) {
+        if (Double.isNaN(v)) {
+            return "–";
+        }
+        return v >= 10_000 ? String.format(Locale.ROOT, "%.1f µs", v / 1000)
+                : String.format(Locale.ROOT, v >= 100 ? "%.0f %s" : "%.1f %s", v, unit);
+    }
+
+    private static String ratio(double v) {
+        return Double.isNaN(v) || Double.isInfinite(v) ? "–" : String.format(Locale.ROOT, "%.2f", v);
+    }
+}

@@ -124,6 +124,13 @@ public final class BenchMain {
         Files.writeString(out.resolve("results.md"), header + table);
         Files.writeString(out.resolve("results.svg"), Chart.svg(rows, "Java time / C time (1.0 = as fast as C)"
                 + (quick ? " [quick run]" : ""), when + ", " + machine));
+        // What CI checks: every benchmark ran and produced a number, Java and C alike (never how fast).
+        List<String> missing = rows.stream().filter(r -> !(r.java() > 0) || !(r.c() > 0)).map(Row::name).toList();
+        if (include.equals(".*") && !missing.isEmpty()) {
+            System.err.println("benchmarks without a figure: " + String.join("; ", missing));
+            System.exit(1);
+        }
+        System.out.println(rows.size() + " benchmarks produced figures");
     }
 
     // ---------------------------------------------------------------- perftest

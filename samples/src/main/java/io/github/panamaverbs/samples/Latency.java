@@ -10,6 +10,7 @@ import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.RemoteEndpoint;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
@@ -37,18 +38,21 @@ import java.util.EnumSet;
 import java.util.Locale;
 
 /**
- * {@code write-lat}, {@code read-lat}, {@code atomic-lat}: perftest's {@code ib_write_lat},
- * {@code ib_read_lat} and {@code ib_atomic_lat} on one RC (or UC, for writes) queue pair, with
+ * {@code write-lat}, {@code read-lat}, {@code atomic-lat}, {@code send-lat}: perftest's
+ * {@code ib_write_lat}, {@code ib_read_lat}, {@code ib_atomic_lat} and {@code ib_send_lat} on one RC
+ * (or UC, for writes and sends) queue pair, with
  * perftest's flags that matter, its banner and result table, and its statistics: one sample per
  * iteration, the time between two successive posts (a full round trip), divided by 2 for writes
- * and by 1 for reads and atomics; the top 2 samples dropped; t_typical the median; percentiles at
+ * and sends and by 1 for reads and atomics; the top 2 samples dropped; t_typical the median; percentiles at
  * {@code ceil(n * 0.99)} of the sorted samples.
  *
  * <p>{@code write-lat} is a ping-pong of RDMA writes: each side writes {@code -s} bytes into the
  * peer's buffer, whose last byte carries the iteration number, and spins on the last byte of its
  * own receive buffer (an acquire read) until the peer's next write lands. {@code read-lat} and
  * {@code atomic-lat} have the client read from (or fetch-and-add on) the server's buffer and wait
- * for each completion; the server only waits.
+ * for each completion; the server only waits. {@code send-lat} is a ping-pong of sends: both sides
+ * keep receives posted, the client sends, the server answers each receive with a send, and the
+ * client waits for that answer's receive completion before its next send.
  *
  * <p>The two sides exchange perftest's per-QP message ({@code KEY_PRINT_FMT_GID}: LID, outstanding
  * reads, QPN, PSN, rkey, address, GID, SRQN) over TCP, but not perftest's version and system-data
@@ -58,7 +62,8 @@ final class Latency {
     private enum Verb {
         WRITE("write-lat", "ib_write_lat", "RDMA_Write", 2, 2),
         READ("read-lat", "ib_read_lat", "RDMA_Read", 1, 2),
-        ATOMIC("atomic-lat", "ib_atomic_lat", "Atomic", 1, 8);
+        ATOMIC("atomic-lat", "ib_atomic_lat", "Atomic", 1, 8),
+        SEND("send-lat", "ib_send_lat", "Send", 2, 2);
 
         final String tool;
         final String cName;
@@ -94,6 +99,13 @@ final class Latency {
         return new Latency(Verb.ATOMIC).run(args, out);
     }
 
+    static int send(String[] args, PrintStream out) {
+        return new Latency(Verb.SEND).run(args, out);
+    }
+
+    /** Receives each side of send-lat keeps posted (each completion posts one again). */
+    private static final int RX_DEPTH = 16;
+
     private final Verb verb;
     private String server;
     private int tcpPort;
@@ -126,8 +138,8 @@ final class Latency {
                 .value('s', "size", "size", "size of message to exchange (default " + verb.defaultSize + ")")
                 .flag('a', "all", "run sizes from 2 till 2^23")
                 .value('n', "iters", "iters", "number of exchanges (at least 5, default 1000)");
-        if (verb == Verb.WRITE) {
-            o.value('I', "inline_size", "size", "max size of message to be sent inline (default 220)")
+        if (verb == Verb.WRITE || verb == Verb.SEND) {
+            o.value('I', "inline_size", "size", "max size of message to be sent inline (default " + defaultInline() + ")")
                     .value('c', "connection", "type", "connection type RC or UC (default RC)");
         }
         o.value('\0', "out_json_file", "file", "write the results as JSON to <file>")
@@ -153,7 +165,7 @@ final class Latency {
             throw new Options.UsageException("--all is not available for atomics");
         }
         iters = o.integer("iters", 1000, 5, 100_000_000);
-        inline = o.integer("inline_size", verb == Verb.WRITE ? 220 : 0, 0, 4096);
+        inline = o.integer("inline_size", defaultInline(), 0, 4096);
         String c = o.string("connection", "RC").toUpperCase(Locale.ROOT);
         type = switch (c) {
             case "RC" -> QpType.RC;
@@ -164,11 +176,20 @@ final class Latency {
         timeout = Duration.ofSeconds(o.integer("timeout", 20, 1, 86_400));
         mtuBytes = o.integer("mtu", 1024, 0, 1 << 20);
         connectOptions = ConnectOptions.port(ibPort).mtu(Common.mtu(mtuBytes))
-                .readAtomicDepth(verb == Verb.WRITE ? 1 : 16);
+                .readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : 16);
         if (gidIndex >= 0) {
             connectOptions.gidIndex(gidIndex);
         }
         return true;
+    }
+
+    /** perftest's DEF_INLINE_WRITE (220) and DEF_INLINE_SEND_RC_UC (236). */
+    private int defaultInline() {
+        return switch (verb) {
+            case WRITE -> 220;
+            case SEND -> 236;
+            default -> 0;
+        };
     }
 
     private int run(String[] args, PrintStream out) {
@@ -188,15 +209,22 @@ final class Latency {
             // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer writes.
             MemoryRegion mr = res.add(pd.register(res.add(new ArenaCloser()).arena.allocate(2L * maxSize, 4096), access));
             CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
+            CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
             QueuePair qp;
             try {
-                qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, cq).maxSendWr(16).maxRecvWr(1)
-                        .maxInlineData(inline)));
+                qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, rcq).maxSendWr(16)
+                        .maxRecvWr(verb == Verb.SEND ? RX_DEPTH : 1).maxInlineData(inline)));
             } catch (VerbsException e) {
                 throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
                         + e.getMessage());
             }
             qp.init(connectOptions);
+            ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, maxSize, maxSize);
+            if (verb == Verb.SEND) {
+                for (int i = 0; i < RX_DEPTH; i++) {
+                    qp.postReceive(recv);   // before the peer learns our QPN: its first send finds one
+                }
+            }
             RemoteEndpoint me = qp.localEndpoint(connectOptions);
             printBanner(out, ctx, port);
             try (Socket s = connectTcp()) {
@@ -212,8 +240,8 @@ final class Latency {
                 int first = all ? 1 : -1;
                 for (int e = first; e < (all ? 24 : 0); e++) {
                     int n = all ? 1 << e : size;
-                    long[] posted = server != null || verb == Verb.WRITE
-                            ? measure(qp, cq, mr, maxSize, n, p)
+                    long[] posted = verb == Verb.SEND ? measureSend(qp, cq, rcq, recv, mr, n)
+                            : server != null || verb == Verb.WRITE ? measure(qp, cq, mr, maxSize, n, p)
                             : null;
                     if (posted != null) {
                         report(out, json, n, posted);
@@ -243,6 +271,7 @@ final class Latency {
             case WRITE -> wr.opcode(SendOpcode.RDMA_WRITE).sge(mr, 0, n).rdma(peer.vaddr, peer.rkey).inline(n <= inline);
             case READ -> wr.opcode(SendOpcode.RDMA_READ).sge(mr, 0, n).rdma(peer.vaddr, peer.rkey);
             case ATOMIC -> wr.opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).sge(mr, 0, 8).atomic(peer.vaddr, peer.rkey, 1, 0);
+            case SEND -> throw new IllegalStateException("send-lat measures in measureSend");
         }
         WorkCompletions wc = new WorkCompletions(1);
         long[] posted = new long[iters];
@@ -296,6 +325,78 @@ final class Latency {
             }
         }
         return posted;
+    }
+
+    /**
+     * One size of send-lat, as perftest's run_iter_lat_send: the client sends, the server waits for
+     * that receive and sends back, the client waits for the answer; every receive completion posts
+     * a receive again. Returns the post times of this side's sends.
+     */
+    private long[] measureSend(QueuePair qp, CompletionQueue scq, CompletionQueue rcq, ReceiveRequest recv,
+            MemoryRegion mr, int n) {
+        SendRequest wr = new SendRequest(1).id(1).signaled(true).opcode(SendOpcode.SEND).sge(mr, 0, n)
+                .inline(n <= inline);
+        WorkCompletions wc = new WorkCompletions(1);
+        WorkCompletions swc = new WorkCompletions(8);
+        long[] posted = new long[iters];
+        boolean isServer = server == null;
+        long timeoutNanos = timeout.toNanos();
+        int scnt = 0;
+        int rcnt = 0;
+        int ccnt = 0;
+        while (scnt < iters || rcnt < iters) {
+            if (rcnt < iters && !(scnt < 1 && isServer)) {
+                long since = System.nanoTime();
+                int spins = 0;
+                while (rcq.poll(wc) == 0) {
+                    if (++spins == 1 << 12) {
+                        spins = 0;
+                        if (System.nanoTime() - since > timeoutNanos) {
+                            throw silent(scnt, rcnt);
+                        }
+                    }
+                }
+                checkCompletion(wc, "receive", scnt, rcnt);
+                rcnt++;
+                qp.postReceive(recv);
+            }
+            if (scnt < iters) {
+                while (scnt - ccnt >= 8) {   // the send queue holds 16: reap before it fills
+                    ccnt += reapSends(scq, swc, scnt, rcnt);
+                }
+                posted[scnt++] = System.nanoTime();
+                qp.postSend(wr);
+            }
+            ccnt += reapSends(scq, swc, scnt, rcnt);
+        }
+        long since = System.nanoTime();
+        while (ccnt < iters) {
+            ccnt += reapSends(scq, swc, scnt, rcnt);
+            if (System.nanoTime() - since > timeoutNanos) {
+                throw silent(scnt, rcnt);
+            }
+        }
+        return posted;
+    }
+
+    private int reapSends(CompletionQueue scq, WorkCompletions swc, int scnt, int rcnt) {
+        int got = scq.poll(swc);
+        for (int i = 0; i < got; i++) {
+            if (swc.status(i) != WcStatus.SUCCESS) {
+                checkCompletion(swc, "send", scnt, rcnt);
+            }
+        }
+        return got;
+    }
+
+    private static void checkCompletion(WorkCompletions wc, String what, int scnt, int rcnt) {
+        for (int i = 0; i < wc.count(); i++) {
+            if (wc.status(i) != WcStatus.SUCCESS) {
+                throw new SampleException(String.format("Completion with error on %s: status %s (%d), vendor error 0x%x, "
+                        + "scnt=%d, rcnt=%d", what, wc.status(i).description(), wc.status(i).value(), wc.vendorError(i),
+                        scnt, rcnt));
+            }
+        }
     }
 
     private SampleException silent(int scnt, int rcnt) {
@@ -380,7 +481,7 @@ final class Latency {
         if (gidIndex >= 0) {
             out.printf(" GID index       : %d%n", gidIndex);
         }
-        if (verb == Verb.WRITE) {
+        if (verb == Verb.WRITE || verb == Verb.SEND) {
             out.printf(" Max inline data : %d[B]%n", inline);
         } else {
             out.println(" Outstand reads  : 16");
@@ -399,7 +500,7 @@ final class Latency {
         if (verb == Verb.READ) {
             b.append(" OUT ").append(alt(16, 4));
         }
-        if (verb != Verb.ATOMIC) {
+        if (verb != Verb.ATOMIC && verb != Verb.SEND) {
             b.append(" RKey ").append(alt(rkey, 8)).append(" VAddr ").append(alt(vaddr, 16));
         }
         out.println(b);

@@ -28,6 +28,8 @@ public final class Main {
         TOOLS.put("write-lat", new Entry(Latency::write, "RDMA write latency (perftest's ib_write_lat)"));
         TOOLS.put("read-lat", new Entry(Latency::read, "RDMA read latency (perftest's ib_read_lat)"));
         TOOLS.put("atomic-lat", new Entry(Latency::atomic, "atomic latency (perftest's ib_atomic_lat)"));
+        TOOLS.put("send-lat", new Entry(Latency::send, "send latency (perftest's ib_send_lat)"));
+        TOOLS.put("asyncwatch", new Entry(AsyncWatch::main, "print the device's async events (ibv_asyncwatch)"));
     }
 
     private Main() {

@@ -215,7 +215,7 @@ class SamplesIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"write-lat", "read-lat", "atomic-lat"})
+    @ValueSource(strings = {"write-lat", "read-lat", "atomic-lat", "send-lat"})
     void latencyTableParsesAndIsOrdered(String tool) throws Exception {
         int port = nextPort++;
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(tool, "-d", device, "-x", gid,
@@ -225,7 +225,7 @@ class SamplesIT {
         Run s = server.get(300, TimeUnit.SECONDS);
         assertEquals(0, client.status, client.out + client.err);
         assertEquals(0, s.status, s.out + s.err);
-        for (Run r : tool.equals("write-lat") ? List.of(client, s) : List.of(client)) {
+        for (Run r : tool.equals("write-lat") || tool.equals("send-lat") ? List.of(client, s) : List.of(client)) {
             List<String> header = r.out.lines().filter(l -> l.startsWith(" #bytes #iterations")).toList();
             assertEquals(1, header.size(), r.out);
             List<String> rows = r.out.lines().filter(l -> l.matches("^ \\d+\\s+200\\s+.*")).toList();
@@ -238,6 +238,69 @@ class SamplesIT {
             assertTrue(min <= typical && typical <= p99 && p99 <= p999 && p999 <= max,
                     String.format(Locale.ROOT, "not ordered: %s", rows.getFirst()));
         }
+    }
+
+    @Test
+    void sendLatOverUc() throws Exception {
+        int port = nextPort++;
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java("send-lat", "-d", device, "-x", gid,
+                "-p", "" + port, "-n", "100", "-c", "UC", "-s", "64", "--timeout", "120"));
+        awaitListening(port);
+        Run client = java("send-lat", "-d", device, "-x", gid, "-p", "" + port, "-n", "100", "-c", "UC", "-s", "64",
+                "--timeout", "120", "127.0.0.1");
+        Run s = server.get(300, TimeUnit.SECONDS);
+        assertEquals(0, client.status, client.out + client.err);
+        assertEquals(0, s.status, s.out + s.err);
+        assertTrue(client.out.contains("Connection type : UC"), client.out);
+        assertTrue(client.out.lines().anyMatch(l -> l.matches("^ 64\\s+100\\s+.*")), client.out);
+    }
+
+    @Test
+    void asyncwatchTimesOut() {
+        Run r = java("asyncwatch", "-d", device, "--timeout", "2");
+        assertEquals(0, r.status, r.out + r.err);
+        assertTrue(r.out.startsWith(device + ": "), r.out);
+    }
+
+    /**
+     * Taking the netdev down makes the port report PORT_ERR. (Bringing it up again does not, on the
+     * VM's kernel 6.1 rxe, deliver a PORT_ACTIVE to user space within 60 s, though the port goes
+     * active and dmesg says "set active": only PORT_ERR is asserted.)
+     */
+    @Test
+    void asyncwatchSeesPortEvents() throws Exception {
+        String netdev = System.getenv("RDMA_NETDEV");
+        Assumptions.assumeTrue(netdev != null, "RDMA_NETDEV is not set");
+        CompletableFuture<Run> watch = CompletableFuture.supplyAsync(() -> java("asyncwatch", "-d", device, "--count", "1", "--timeout", "30"));
+        Thread.sleep(2000);   // the device open and the first wait
+        try {
+            Run down = c("ip", "link", "set", netdev, "down");
+            assertEquals(0, down.status, down.err);
+            Thread.sleep(1000);
+        } finally {
+            Run up = c("ip", "link", "set", netdev, "up");
+            assertEquals(0, up.status, up.err);
+            awaitPortActiveWithGid();
+        }
+        Run r = watch.get(120, TimeUnit.SECONDS);
+        assertEquals(0, r.status, r.out + r.err);
+        assertTrue(r.out.lines().anyMatch(l -> l.matches("  event_type IBV_EVENT_PORT_ERR \\(\\d+\\), port 1")), r.out);
+    }
+
+    /** After the netdev comes back: the port active and the GID at the index the other tests use back in the table. */
+    private static void awaitPortActiveWithGid() throws Exception {
+        String last = "";
+        for (int i = 0; i < 300; i++) {
+            Run v = c("ibv_devinfo", "-d", device, "-v");
+            last = v.out;
+            boolean active = v.out.contains("PORT_ACTIVE");
+            boolean hasGid = v.out.contains("GID[" + String.format("%3s", gid) + "]:");
+            if (active && hasGid) {
+                return;
+            }
+            Thread.sleep(100);
+        }
+        fail("port not active with GID index " + gid + " 30 s after the netdev came up:\n" + last);
     }
 
     @Test

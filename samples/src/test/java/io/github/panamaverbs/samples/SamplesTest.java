@@ -65,6 +65,14 @@ class SamplesTest {
         assertEquals(0, Main.run(new String[] {"srq-pingpong", "--help"}, new PrintStream(out), new PrintStream(err)));
         assertTrue(out.toString().contains("--num-qp"));
         assertEquals(1, Main.run(new String[] {"nope"}, new PrintStream(out), new PrintStream(err)));
+        assertEquals(1, Main.run(new String[] {"send-lat", "-c", "XRC"}, new PrintStream(out), new PrintStream(err)));
+        assertTrue(err.toString().contains("is not RC or UC"), err.toString());
+        assertEquals(0, Main.run(new String[] {"send-lat", "--help"}, new PrintStream(out), new PrintStream(err)));
+        assertTrue(out.toString().contains("ib_send_lat") && out.toString().contains("default 236"), out.toString());
+        assertEquals(1, Main.run(new String[] {"asyncwatch", "--count", "zz"}, new PrintStream(out), new PrintStream(err)));
+        assertEquals(1, Main.run(new String[] {"asyncwatch", "--timeout", "0"}, new PrintStream(out), new PrintStream(err)));
+        assertEquals(0, Main.run(new String[] {"asyncwatch", "--help"}, new PrintStream(out), new PrintStream(err)));
+        assertTrue(out.toString().contains("--count") && out.toString().contains("--timeout"), out.toString());
         assertEquals(0x10, Options.parseNumber("0x10"));
         assertEquals(8, Options.parseNumber("010"));
     }

@@ -306,7 +306,7 @@ final class DevInfo {
             if (type == null) {
                 continue;   // ibv_query_gid_type failed: ibv_devinfo prints nothing for it either
             }
-            out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", i, v2 ? Wire.ntop(gid.bytes()) : gid.toString(), suffix);
+            out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", i, v2 ? gid.toString() : gid.toFullString(), suffix);
         }
     }
 

@@ -234,7 +234,7 @@ final class PingPong {
                 RemoteEndpoint e = qp.localEndpoint(connectOptions);
                 mine.add(e);
                 out.printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x%s GID %s%n", e.lid(), e.qpn(), e.psn(),
-                        kind == Kind.UD ? ":" : ",", Wire.ntop(e.gid().bytes()));
+                        kind == Kind.UD ? ":" : ",", e.gid().toString());
             }
             out.flush();
             List<RemoteEndpoint> wire = new ArrayList<>(mine);
@@ -261,7 +261,7 @@ final class PingPong {
                     : Wire.serverExchange(tcpPort, acceptTimeout, timeout, wire, connect);
             for (RemoteEndpoint r : theirs.subList(0, numQp)) {
                 out.printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s%n", r.lid(), r.qpn(), r.psn(),
-                        Wire.ntop(r.gid().bytes()));
+                        r.gid().toString());
             }
             out.flush();
             if (server != null) {

@@ -29,14 +29,6 @@ class SamplesTest {
     }
 
     @Test
-    void ntopIsGlibcs() {
-        assertEquals("::ffff:10.77.0.1", Wire.ntop(HexFormat.of().parseHex("00000000000000000000ffff0a4d0001")));
-        assertEquals("::", Wire.ntop(new byte[16]));
-        assertEquals("fe80::5054:ff:fe12:3456", Wire.ntop(HexFormat.of().parseHex("fe80000000000000505400fffe123456")));
-        assertEquals("1:0:2::3", Wire.ntop(HexFormat.of().parseHex("00010000000200000000000000000003")));
-    }
-
-    @Test
     void statisticsArePerftests() {
         // Round trips of 10 us x 7, 20, 50, 30: sorted, the top two (30, 50) are dropped, but perftest's
         // t_max is delta[n] of the remaining n = 8, the first dropped one; halved for writes.

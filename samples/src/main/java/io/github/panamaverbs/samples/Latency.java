@@ -4,7 +4,6 @@ import io.github.panamaverbs.verbs.AccessFlag;
 import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
-import io.github.panamaverbs.verbs.Gid;
 import io.github.panamaverbs.verbs.MemoryRegion;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
@@ -18,18 +17,10 @@ import io.github.panamaverbs.verbs.VerbsException;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.net.ConnectException;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -54,7 +45,7 @@ import java.util.Locale;
  * keep receives posted, the client sends, the server answers each receive with a send, and the
  * client waits for that answer's receive completion before its next send.
  *
- * <p>The two sides exchange perftest's per-QP message ({@code KEY_PRINT_FMT_GID}: LID, outstanding
+ * <p>The two sides talk over {@link PerftestLink}: perftest's per-QP message ({@code KEY_PRINT_FMT_GID}: LID, outstanding
  * reads, QPN, PSN, rkey, address, GID, SRQN) over TCP, but not perftest's version and system-data
  * handshakes: the Java tools talk to each other, not to perftest's binaries.
  */
@@ -84,8 +75,6 @@ final class Latency {
     private static final int LAT_MEASURE_TAIL = 2;
     private static final int MAX_SIZE = 1 << 23;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
-    /** perftest's KEY_MSG_SIZE_GID. */
-    private static final int KEY_MSG_BYTES = 108;
 
     static int write(String[] args, PrintStream out) {
         return new Latency(Verb.WRITE).run(args, out);
@@ -227,14 +216,13 @@ final class Latency {
             }
             RemoteEndpoint me = qp.localEndpoint(connectOptions);
             printBanner(out, ctx, port);
-            try (Socket s = connectTcp()) {
-                byte[] peer = exchange(s, keyMessage(me, mr.rkey(), mr.address() + maxSize));
-                Peer p = Peer.parse(peer);
-                qp.connect(new RemoteEndpoint(p.lid, p.qpn, p.psn, p.gid), connectOptions);
+            try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
+                PerftestLink.Key p = link.exchangeKeys(new PerftestLink.Key(me, 16, mr.rkey(), mr.address() + maxSize));
+                qp.connect(p.endpoint(), connectOptions);
                 printAddress(out, "local", me, mr.rkey(), mr.address() + maxSize);
-                printAddress(out, "remote", new RemoteEndpoint(p.lid, p.qpn, p.psn, p.gid), p.rkey, p.vaddr);
+                printAddress(out, "remote", p.endpoint(), p.rkey(), p.vaddr());
                 out.println(LINE);
-                exchange(s, new byte[] {'s'});   // both are in RTS: the peer may write now
+                link.barrier('s');   // both are in RTS: the peer may write now
                 out.println(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ");
                 StringBuilder json = new StringBuilder();
                 int first = all ? 1 : -1;
@@ -248,29 +236,27 @@ final class Latency {
                     }
                     out.flush();
                 }
-                s.setSoTimeout(0);   // a passive server waits as long as the client measures; a dead peer closes the socket
-                exchange(s, new byte[] {'e'});   // done: neither side tears down while the other still posts
+                link.untimed();
+                link.barrier('e');   // done: neither side tears down while the other still posts
                 out.println(LINE);
                 if (jsonFile != null && !json.isEmpty()) {
                     writeJson(json);
                 }
-            } catch (IOException e) {
-                throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
             }
             return 0;
         }
     }
 
     /** One size: returns the post times, or null for the passive server of reads and atomics. */
-    private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, Peer peer) {
+    private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer) {
         MemorySegment buf = mr.segment();
         long postAt = n - 1;
         long pollAt = maxSize + n - 1L;
         SendRequest wr = new SendRequest(1).id(1).signaled(true);
         switch (verb) {
-            case WRITE -> wr.opcode(SendOpcode.RDMA_WRITE).sge(mr, 0, n).rdma(peer.vaddr, peer.rkey).inline(n <= inline);
-            case READ -> wr.opcode(SendOpcode.RDMA_READ).sge(mr, 0, n).rdma(peer.vaddr, peer.rkey);
-            case ATOMIC -> wr.opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).sge(mr, 0, 8).atomic(peer.vaddr, peer.rkey, 1, 0);
+            case WRITE -> wr.opcode(SendOpcode.RDMA_WRITE).sge(mr, 0, n).rdma(peer.vaddr(), peer.rkey()).inline(n <= inline);
+            case READ -> wr.opcode(SendOpcode.RDMA_READ).sge(mr, 0, n).rdma(peer.vaddr(), peer.rkey());
+            case ATOMIC -> wr.opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).sge(mr, 0, 8).atomic(peer.vaddr(), peer.rkey(), 1, 0);
             case SEND -> throw new IllegalStateException("send-lat measures in measureSend");
         }
         WorkCompletions wc = new WorkCompletions(1);
@@ -521,77 +507,6 @@ final class Latency {
         }
         String hex = Long.toHexString(v);
         return "0x" + "0".repeat(Math.max(0, width - 2 - hex.length())) + hex;
-    }
-
-    /** KEY_PRINT_FMT_GID, NUL-terminated: 108 bytes. */
-    private static byte[] keyMessage(RemoteEndpoint me, int rkey, long vaddr) {
-        StringBuilder b = new StringBuilder(String.format("%04x:%04x:%06x:%06x:%08x:%016x:", me.lid(), 16, me.qpn(),
-                me.psn(), rkey, vaddr));
-        for (byte x : me.gid().bytes()) {
-            b.append(String.format("%02x:", x & 0xff));
-        }
-        b.append(String.format("%08x:", 0));
-        byte[] msg = new byte[KEY_MSG_BYTES];
-        byte[] text = b.toString().getBytes(StandardCharsets.US_ASCII);
-        System.arraycopy(text, 0, msg, 0, text.length);
-        return msg;
-    }
-
-    private record Peer(int lid, int qpn, int psn, int rkey, long vaddr, Gid gid) {
-        static Peer parse(byte[] msg) {
-            String s = new String(msg, StandardCharsets.US_ASCII).replace("\0", "");
-            String[] f = s.split(":");
-            try {
-                byte[] gid = new byte[16];
-                for (int i = 0; i < 16; i++) {
-                    gid[i] = (byte) Integer.parseInt(f[6 + i], 16);
-                }
-                return new Peer(Integer.parseInt(f[0], 16), Integer.parseInt(f[2], 16), Integer.parseInt(f[3], 16),
-                        Integer.parseUnsignedInt(f[4], 16), Long.parseUnsignedLong(f[5], 16), Gid.of(gid));
-            } catch (RuntimeException e) {
-                throw new SampleException("bad connection data from the peer: \"" + s + "\" (is it the same Java tool?)");
-            }
-        }
-    }
-
-    private Socket connectTcp() throws IOException {
-        if (server != null) {
-            Socket s = new Socket();
-            try {
-                s.connect(new InetSocketAddress(server, tcpPort), (int) timeout.toMillis());
-            } catch (ConnectException | SocketTimeoutException e) {
-                s.close();
-                throw new SampleException("Couldn't connect to " + server + ":" + tcpPort + " (" + e.getMessage() + ")");
-            }
-            s.setSoTimeout((int) timeout.toMillis());
-            return s;
-        }
-        try (ServerSocket ss = new ServerSocket()) {
-            ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(tcpPort), 1);
-            out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
-            Socket s = ss.accept();
-            s.setSoTimeout((int) timeout.toMillis());
-            return s;
-        }
-    }
-
-    /** Sends {@code mine}, reads as many bytes from the peer. */
-    private byte[] exchange(Socket s, byte[] mine) throws IOException {
-        OutputStream o = s.getOutputStream();
-        o.write(mine);
-        o.flush();
-        InputStream in = s.getInputStream();
-        byte[] theirs;
-        try {
-            theirs = in.readNBytes(mine.length);
-        } catch (SocketTimeoutException e) {
-            throw new SampleException("the peer sent nothing for " + timeout.toSeconds() + " s");
-        }
-        if (theirs.length != mine.length) {
-            throw new SampleException("the peer closed the connection (it failed, or is a different tool)");
-        }
-        return theirs;
     }
 
     /** A confined-to-nobody arena for the buffer, closed after the region (Resources closes last-added first). */

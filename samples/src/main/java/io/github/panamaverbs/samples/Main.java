@@ -29,6 +29,8 @@ public final class Main {
         TOOLS.put("read-lat", new Entry(Latency::read, "RDMA read latency (perftest's ib_read_lat)"));
         TOOLS.put("atomic-lat", new Entry(Latency::atomic, "atomic latency (perftest's ib_atomic_lat)"));
         TOOLS.put("send-lat", new Entry(Latency::send, "send latency (perftest's ib_send_lat)"));
+        TOOLS.put("write-bw", new Entry(Bandwidth::write, "RDMA write bandwidth (perftest's ib_write_bw)"));
+        TOOLS.put("send-bw", new Entry(Bandwidth::send, "send bandwidth, RC, UC or UD (perftest's ib_send_bw)"));
         TOOLS.put("asyncwatch", new Entry(AsyncWatch::main, "print the device's async events (ibv_asyncwatch)"));
     }
 

@@ -1,0 +1,767 @@
+package io.github.panamaverbs.samples;
+
+import io.github.panamaverbs.verbs.AccessFlag;
+import io.github.panamaverbs.verbs.AddressHandle;
+import io.github.panamaverbs.verbs.AddressVector;
+import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.ConnectOptions;
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.PortAttributes;
+import io.github.panamaverbs.verbs.ProtectionDomain;
+import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.ReceiveRequest;
+import io.github.panamaverbs.verbs.RemoteEndpoint;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.VerbsException;
+import io.github.panamaverbs.verbs.WcStatus;
+import io.github.panamaverbs.verbs.WorkCompletions;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Locale;
+
+/**
+ * {@code write-bw} and {@code send-bw}: perftest's {@code ib_write_bw} and {@code ib_send_bw} on one
+ * queue pair (RC or UC for writes; RC, UC or UD for sends), with perftest's flags that matter, its
+ * banner, its result table and its arithmetic.
+ *
+ * <p>The client keeps up to {@code -t} (tx depth) work requests outstanding, posted one at a time or
+ * in chains of {@code -l} (post list), and asks for a completion on every {@code -Q}th one (CQ
+ * moderation: each completion stands for that many requests). Each post and each completion is
+ * time-stamped ({@link System#nanoTime}); as in perftest's {@code print_report_bw}, the average
+ * bandwidth is {@code size * iters} over the time from the first post to the last completion, the
+ * message rate {@code iters} over that time, and the peak the best, over every pair of a post
+ * {@code i} and a later completion {@code j}, of {@code (j - i + 1)} messages in that interval
+ * (none above 20000 iterations, or with {@code -N}). MB are 2^20 bytes; with {@code --report_gbits}
+ * the unit is 10^9 bits. Small messages go round a 4 KiB "cycle buffer" in cache-line steps, as
+ * perftest's do.
+ *
+ * <p>{@code write-bw}'s server only waits; at the end it receives the client's figures and prints
+ * them, as perftest's does. {@code send-bw}'s server keeps {@code -r} receives posted (for UC and UD
+ * as many as the iterations, so that nothing is dropped), reposts one per completion, and prints its
+ * own figures: from its first receive to its last, with no peak (0.00), as perftest's does.
+ *
+ * <p>Data check: the client fills each buffer slot with a pattern that names the slot. The
+ * {@code write-bw} server checks, after the end barrier, that every slot of its buffer was written
+ * with exactly the client's bytes (slot 0 at least); the {@code send-bw} server checks the length of
+ * every receive and the bytes of the last one.
+ *
+ * <p>The TCP side is {@link PerftestLink}: the per-QP key message, barriers where perftest shakes
+ * hands, and for {@code write-bw} perftest's report exchange ({@code xchg_bw_reports}: size,
+ * iterations, peak, average, message rate, each 8 bytes in network order).
+ */
+final class Bandwidth {
+    private enum Verb {
+        WRITE("write-bw", "ib_write_bw", "RDMA_Write", 5000),
+        SEND("send-bw", "ib_send_bw", "Send", 1000);
+
+        final String tool;
+        final String cName;
+        final String title;
+        final int defaultIters;
+
+        Verb(String tool, String cName, String title, int defaultIters) {
+            this.tool = tool;
+            this.cName = cName;
+            this.title = title;
+            this.defaultIters = defaultIters;
+        }
+    }
+
+    /** A result line: perftest's {@code struct bw_report_data} as printed. */
+    record Report(long size, long iters, double peak, double average, double msgRate) {
+    }
+
+    private static final String LINE = "---------------------------------------------------------------------------------------";
+    private static final String HEADER_MB = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+    private static final String HEADER_GB = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
+    private static final int MAX_SIZE = 1 << 23;
+    private static final int CYCLE_BUFFER = 4096;
+    private static final int CACHE_LINE = 64;
+    /** The GRH in front of every UD receive. */
+    private static final int UD_ADDITION = 40;
+    private static final int QKEY = 0x11111111;
+    /** perftest's CTX_POLL_BATCH. */
+    private static final int POLL_BATCH = 16;
+    /** perftest's MSG_SIZE_CQ_MOD_LIMIT: above it, CQ moderation is off unless asked for. */
+    private static final int CQ_MOD_SIZE_LIMIT = 8192;
+    /** perftest's UC_MAX_RX: UC and UD keep at most this many receives posted by default. */
+    private static final int UC_MAX_RX = 16000;
+    /** Above this many iterations perftest computes no peak. */
+    private static final int PEAK_ITERS_LIMIT = 20000;
+
+    static int write(String[] args, PrintStream out) {
+        return new Bandwidth(Verb.WRITE).run(args, out);
+    }
+
+    static int send(String[] args, PrintStream out) {
+        return new Bandwidth(Verb.SEND).run(args, out);
+    }
+
+    private final Verb verb;
+    private String server;
+    private int tcpPort;
+    private String deviceName;
+    private int ibPort;
+    private int gidIndex;
+    private int size;
+    private boolean all;
+    private int iters;
+    private int txDepth;
+    private int rxDepth;
+    private int cqMod;
+    private boolean cqModAsked;
+    private int postList;
+    private int inline;
+    private boolean noPeak;
+    private boolean gbits;
+    private QpType type;
+    private String jsonFile;
+    private Duration timeout;
+    private int mtuAsked;
+
+    private Bandwidth(Verb verb) {
+        this.verb = verb;
+    }
+
+    private boolean parse(String[] args, PrintStream out) {
+        Options o = new Options("Usage:\n  samples/run " + verb.tool + " [options]          start a server and wait for connection\n"
+                + "  samples/run " + verb.tool + " [options] <host>   connect to server at <host>\nAs perftest's " + verb.cName + ".")
+                .value('p', "port", "port", "listen on/connect to port <port> (default 18515)")
+                .value('d', "ib-dev", "dev", "use IB device <dev> (default first device found)")
+                .value('i', "ib-port", "port", "use port <port> of IB device (default 1)")
+                .value('x', "gid-index", "index", "GID index (needed on RoCE)")
+                .value('m', "mtu", "mtu", "path MTU: 256 - 4096 (default port MTU)")
+                .value('c', "connection", "type", "connection type " + (verb == Verb.SEND ? "RC, UC or UD" : "RC or UC") + " (default RC)")
+                .value('s', "size", "size", "size of message to exchange (default 65536; at most the MTU on UD)")
+                .flag('a', "all", "run sizes from 2 till 2^23 (till the MTU on UD)")
+                .value('n', "iters", "iters", "number of exchanges (at least 5, default " + verb.defaultIters + ")")
+                .value('t', "tx-depth", "dep", "size of tx queue (default 128)");
+        if (verb == Verb.SEND) {
+            o.value('r', "rx-depth", "dep", "rx queue size (default 512; the iterations, up to 16000, on UC and UD)");
+        }
+        o.value('Q', "cq-mod", "n", "generate a completion every <n> work requests (default 100; 1 above 8192 bytes)")
+                .value('l', "post_list", "size", "post lists of <size> send work requests (instead of single posts)")
+                .value('I', "inline_size", "size", "max size of message to be sent inline (default 0)")
+                .flag('N', "noPeak", "cancel the peak bandwidth calculation (default with peak up to iters=20000)")
+                .flag('\0', "report_gbits", "report bandwidth in Gb/s instead of MB/s")
+                .value('\0', "out_json_file", "file", "write the results as JSON to <file>")
+                .flag('\0', "out_json", "write the results as JSON (to perftest_out.json unless --out_json_file)")
+                .value('\0', "timeout", "seconds", "give up when the peer is silent this long (default 20)");
+        if (!o.parse(args, out)) {
+            return false;
+        }
+        if (o.positional().size() > 1) {
+            throw new Options.UsageException("one server name at most, not " + o.positional());
+        }
+        server = o.positional().isEmpty() ? null : o.positional().getFirst();
+        tcpPort = o.integer("port", 18515, 1, 65535);
+        deviceName = o.string("ib-dev", null);
+        ibPort = o.integer("ib-port", 1, 1, 255);
+        gidIndex = o.integer("gid-index", -1, -1, 255);
+        mtuAsked = o.integer("mtu", 0, 0, 1 << 20);
+        if (mtuAsked != 0) {
+            Common.mtu(mtuAsked);   // a usage error now for a value that is no MTU
+        }
+        String c = o.string("connection", "RC").toUpperCase(Locale.ROOT);
+        type = switch (c) {
+            case "RC" -> QpType.RC;
+            case "UC" -> QpType.UC;
+            case "UD" -> {
+                if (verb != Verb.SEND) {
+                    throw new Options.UsageException("--connection: UD connection only possible in SEND verb");
+                }
+                yield QpType.UD;
+            }
+            default -> throw new Options.UsageException("--connection: " + c + " is not "
+                    + (verb == Verb.SEND ? "RC, UC or UD" : "RC or UC"));
+        };
+        all = o.has("all");
+        size = o.integer("size", 65536, 1, MAX_SIZE);
+        iters = o.integer("iters", verb.defaultIters, 5, 100_000_000);
+        txDepth = o.integer("tx-depth", 128, 1, 1 << 16);
+        rxDepth = o.integer("rx-depth", 512, 1, 1 << 16);
+        cqModAsked = o.has("cq-mod");
+        cqMod = o.integer("cq-mod", 100, 1, 1024);
+        postList = o.integer("post_list", 1, 1, 1 << 12);
+        inline = o.integer("inline_size", 0, 0, 4096);
+        noPeak = o.has("noPeak");
+        gbits = o.has("report_gbits");
+        jsonFile = o.has("out_json") || o.has("out_json_file") ? o.string("out_json_file", "perftest_out.json") : null;
+        timeout = Duration.ofSeconds(o.integer("timeout", 20, 1, 86_400));
+        return true;
+    }
+
+    /** perftest's force_dependecies, as far as these flags go; prints what perftest prints. */
+    private void settle(PrintStream out) {
+        if (txDepth > iters) {
+            txDepth = iters;
+        }
+        if (verb == Verb.SEND && rxDepth > iters) {
+            rxDepth = iters;
+        }
+        if (type != QpType.RC && verb == Verb.SEND && rxDepth == 512) {
+            rxDepth = Math.min(iters, UC_MAX_RX);
+        }
+        if (size > CQ_MOD_SIZE_LIMIT && type != QpType.UD && !all) {
+            if (!cqModAsked) {
+                cqMod = 1;
+            } else if (cqMod > 1) {
+                out.println(LINE);
+                out.println("Warning: Large message requested and CQ moderation enabled");
+                out.println("Warning: It can lead to inaccurate results");
+            }
+        }
+        if (cqMod > txDepth) {
+            cqMod = txDepth;
+        }
+        if (postList > 1) {
+            if (iters % postList != 0) {
+                throw new Options.UsageException("Number of iterations must be a multiple of post list size");
+            }
+            if (!cqModAsked) {
+                cqMod = postList;
+                out.println(LINE);
+                out.println("Post List requested - CQ moderation will be the size of the post list");
+            } else if (postList % cqMod != 0) {
+                throw new Options.UsageException("Post list size must be a multiple of CQ moderation");
+            }
+            if (postList > txDepth) {
+                throw new Options.UsageException("the post list (" + postList + ") is longer than the tx depth (" + txDepth + ")");
+            }
+        }
+        if (verb == Verb.SEND && rxDepth % 2 == 1 && !all) {
+            rxDepth++;   // perftest's "WA for a bug when rx_depth is odd in SEND"
+        }
+        if (iters > PEAK_ITERS_LIMIT) {
+            noPeak = true;
+        }
+    }
+
+    private int run(String[] args, PrintStream out) {
+        if (!parse(args, out)) {
+            return 0;
+        }
+        settle(out);
+        boolean isServer = server == null;
+        try (Resources res = new Resources()) {
+            Context ctx = res.add(Common.openDevice(deviceName));
+            PortAttributes port = ctx.queryPort(ibPort);
+            int activeMtu = port.activeMtu().bytes();
+            int mtu = mtuAsked == 0 ? activeMtu : mtuAsked;
+            if (mtu > activeMtu) {
+                out.println("Requested mtu is higher than active mtu \nChanging to active mtu - " + port.activeMtu().value());
+                mtu = activeMtu;
+            }
+            if (type == QpType.UD && size > mtu) {
+                if (all) {
+                    out.println(" Max msg size in UD is MTU " + mtu + "\n Changing to this MTU");
+                }
+                size = mtu;
+            }
+            int maxSize = !all ? size : type == QpType.UD ? mtu : MAX_SIZE;
+            ConnectOptions co = ConnectOptions.port(ibPort).mtu(Common.mtu(mtu));
+            if (gidIndex >= 0) {
+                co.gidIndex(gidIndex);
+            }
+            ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
+            // [0, half): what the client sends; [half, 2 half): where the server's data lands (page-aligned,
+            // with room for UD's GRH in front of the last slot)
+            long half = roundUp(Math.max(CYCLE_BUFFER, inc(maxSize)) + (type == QpType.UD ? CACHE_LINE : 0), 4096);
+            Arena arena = res.add(Arena.ofShared());
+            EnumSet<AccessFlag> access = verb == Verb.WRITE ? EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE)
+                    : EnumSet.of(AccessFlag.LOCAL_WRITE);
+            MemoryRegion mr = res.add(pd.register(arena.allocate(2 * half, 4096), access));
+            boolean receives = verb == Verb.SEND && isServer;
+            CompletionQueue cq = res.add(ctx.createCompletionQueue(receives ? rxDepth : txDepth));
+            QueuePair qp;
+            try {
+                qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, cq).maxSendWr(txDepth)
+                        .maxRecvWr(receives ? rxDepth : 1).maxInlineData(inline)));
+            } catch (VerbsException e) {
+                throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "
+                        + inline + " bytes of inline data): " + e.getMessage());
+            }
+            if (type == QpType.UD) {
+                qp.activateDatagram(co, QKEY);
+            } else {
+                qp.init(co);
+            }
+            RemoteEndpoint me = qp.localEndpoint(co);
+            try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
+                printBanner(out, ctx, port, mtu, isServer);
+                PerftestLink.Key peer = link.exchangeKeys(new PerftestLink.Key(me, 1, mr.rkey(), mr.address() + half));
+                AddressHandle ah = null;
+                if (type == QpType.UD) {
+                    AddressVector.GlobalRoute grh = gidIndex >= 0
+                            ? new AddressVector.GlobalRoute(peer.gid(), gidIndex, 1, 0, 0) : null;
+                    ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, peer.lid(), 0, 0, 0, grh)));
+                } else {
+                    qp.connect(peer.endpoint(), co);
+                }
+                printAddress(out, "local", me, mr.rkey(), mr.address() + half);
+                printAddress(out, "remote", peer.endpoint(), peer.rkey(), peer.vaddr());
+                link.barrier('s');   // both are ready to receive: perftest's hand-shake after RTR
+                out.println(LINE);
+                out.println(gbits ? HEADER_GB : HEADER_MB);
+                out.flush();
+                Run run = new Run(qp, cq, mr, half, peer, ah);
+                StringBuilder json = new StringBuilder();
+                Report last = null;
+                String check = null;
+                int first = all ? 1 : 0;
+                int lastExp = all ? Integer.numberOfTrailingZeros(maxSize) : 0;
+                for (int e = first; e <= lastExp; e++) {
+                    int n = all ? 1 << e : size;
+                    if (verb == Verb.SEND) {
+                        if (isServer) {
+                            run.postReceives(n);
+                        }
+                        link.barrier('r');   // the receives are posted
+                    }
+                    if (!isServer) {
+                        last = run.client(n);
+                    } else if (verb == Verb.SEND) {
+                        last = run.server(n);
+                        check = run.checkLastReceive(n);
+                    }
+                    if (last != null && !(isServer && verb == Verb.WRITE)) {
+                        print(out, json, last);
+                    }
+                }
+                if (verb == Verb.WRITE && isServer) {
+                    link.untimed();   // the server waits as long as the client measures
+                    link.barrier('e');
+                    last = exchangeReports(link, new Report(0, 0, 0, 0, 0));
+                    print(out, json, last);
+                    check = run.checkWrites(last);
+                    out.println(LINE);
+                } else {
+                    out.println(LINE);
+                    out.flush();
+                    link.untimed();
+                    link.barrier('e');   // done: neither side tears down while the other still works
+                    if (verb == Verb.WRITE) {
+                        exchangeReports(link, last);
+                    }
+                }
+                if (check != null) {
+                    out.println(" data check: " + check);
+                }
+                if (jsonFile != null && !json.isEmpty()) {
+                    writeJson(json);
+                }
+            }
+            return 0;
+        }
+    }
+
+    /** perftest's INC: a message's step in the cycle buffer, whole cache lines. */
+    private static int inc(int n) {
+        return n > CACHE_LINE ? (n + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE : CACHE_LINE;
+    }
+
+    /** How many messages of {@code step} bytes go round the cycle buffer before it starts over (1 for large ones). */
+    private static int slots(int n, int step) {
+        return n <= CYCLE_BUFFER / 2 ? Math.max(1, CYCLE_BUFFER / step) : 1;
+    }
+
+    /** The client's byte {@code i} of slot {@code k}: never 0, different for each slot. */
+    private static byte pattern(int k, long i) {
+        return (byte) ((k * 37L + i) % 251 + 1);
+    }
+
+    /** The measurement of one size, with its reusable requests (built per size, posted without allocation). */
+    private final class Run {
+        final QueuePair qp;
+        final CompletionQueue cq;
+        final MemoryRegion mr;
+        final long half;
+        final PerftestLink.Key peer;
+        final AddressHandle ah;
+        final WorkCompletions wc = new WorkCompletions(POLL_BATCH);
+        final long[] posted = new long[iters];
+        final long[] completed = new long[iters];
+        int lastSlot = -1;
+
+        Run(QueuePair qp, CompletionQueue cq, MemoryRegion mr, long half, PerftestLink.Key peer, AddressHandle ah) {
+            this.qp = qp;
+            this.cq = cq;
+            this.mr = mr;
+            this.half = half;
+            this.peer = peer;
+            this.ah = ah;
+        }
+
+        /** A send request for message slot {@code k} of size {@code n}. */
+        private SendRequest request(int k, int n) {
+            int step = inc(n);
+            SendRequest wr = new SendRequest(1).id(0).sge(mr, (long) k * step, n).inline(n <= inline);
+            if (verb == Verb.WRITE) {
+                wr.opcode(SendOpcode.RDMA_WRITE).rdma(peer.vaddr() + (long) k * step, peer.rkey());
+            } else {
+                wr.opcode(SendOpcode.SEND);
+                if (ah != null) {
+                    wr.datagram(ah, peer.qpn(), QKEY);
+                }
+            }
+            return wr;
+        }
+
+        /** perftest's run_iter_bw: returns this side's figures. */
+        Report client(int n) {
+            int slots = slots(n, inc(n));
+            MemorySegment buf = mr.segment();
+            for (int k = 0; k < slots; k++) {
+                long base = (long) k * inc(n);
+                for (int i = 0; i < n; i++) {
+                    buf.set(ValueLayout.JAVA_BYTE, base + i, pattern(k, i));
+                }
+            }
+            SendRequest[] single = null;
+            SendRequest chain = null;
+            if (postList == 1) {
+                single = new SendRequest[Math.min(slots, iters)];
+                for (int k = 0; k < single.length; k++) {
+                    single[k] = request(k, n);
+                }
+            } else {
+                SendRequest next = null;
+                for (int j = postList - 1; j >= 0; j--) {
+                    SendRequest wr = request(j % slots, n).signaled((j + 1) % cqMod == 0).next(next);
+                    next = wr;
+                }
+                chain = next;
+            }
+            long timeoutNanos = timeout.toNanos();
+            long scnt = 0;
+            long ccnt = 0;
+            long start = noPeak ? System.nanoTime() : 0;
+            long since = System.nanoTime();
+            int idle = 0;
+            while (scnt < iters || ccnt < iters) {
+                while (scnt < iters && scnt - ccnt + postList <= txDepth) {
+                    SendRequest wr;
+                    if (single != null) {
+                        wr = single[(int) (scnt % single.length)];
+                        wr.signaled(cqMod == 1 || scnt % cqMod == cqMod - 1 || scnt == iters - 1);
+                    } else {
+                        wr = chain;
+                    }
+                    if (!noPeak) {
+                        posted[(int) scnt] = System.nanoTime();
+                    }
+                    qp.postSend(wr);
+                    scnt += postList;
+                }
+                if (ccnt < iters) {
+                    int ne = cq.poll(wc);
+                    if (ne > 0) {
+                        for (int i = 0; i < ne; i++) {
+                            if (wc.status(i) != WcStatus.SUCCESS) {
+                                throw new SampleException(String.format(" Completion with error at client: status %s (%d), "
+                                        + "vendor error 0x%x, scnt=%d, ccnt=%d", wc.status(i).description(),
+                                        wc.status(i).value(), wc.vendorError(i), scnt, ccnt));
+                            }
+                            ccnt += cqMod;
+                            if (!noPeak) {
+                                completed[(int) Math.min(ccnt, iters) - 1] = System.nanoTime();
+                            }
+                        }
+                        idle = 0;
+                        since = System.nanoTime();
+                    } else if (++idle == 1 << 12) {
+                        idle = 0;
+                        if (System.nanoTime() - since > timeoutNanos) {
+                            throw silent("completions", scnt, ccnt);
+                        }
+                    }
+                }
+            }
+            if (noPeak) {
+                return report(n, start, System.nanoTime(), null, null);
+            }
+            return report(n, posted[0], completed[iters - 1], posted, completed);
+        }
+
+        /** The server's receives for size {@code n}, in slot order round the cycle buffer. */
+        private ReceiveRequest[] recvs;
+        private int recvPosted;
+
+        /** perftest's ctx_set_recv_wqes: posts rx depth receives. */
+        void postReceives(int n) {
+            int len = type == QpType.UD ? n + UD_ADDITION : n;
+            int step = type == QpType.UD ? inc(n) + CACHE_LINE : inc(n);
+            int slots = Math.min(slots(n, step), iters);
+            // UD: the GRH lands in the 40 bytes before a cache line, the data on it
+            int lead = type == QpType.UD ? CACHE_LINE - UD_ADDITION : 0;
+            recvs = new ReceiveRequest[slots];
+            for (int k = 0; k < slots; k++) {
+                recvs[k] = new ReceiveRequest(1).id(k).sge(mr, half + (long) k * step + lead, len);
+            }
+            mr.segment().asSlice(half, half).fill((byte) 0);
+            for (recvPosted = 0; recvPosted < rxDepth; recvPosted++) {
+                qp.postReceive(recvs[recvPosted % slots]);
+            }
+        }
+
+        /** perftest's run_iter_bw_server: from the first receive to the last, no peak. */
+        Report server(int n) {
+            int expected = type == QpType.UD ? n + UD_ADDITION : n;
+            long timeoutNanos = timeout.toNanos();
+            long rcnt = 0;
+            long start = 0;
+            long since = System.nanoTime();
+            int idle = 0;
+            while (rcnt < iters) {
+                int ne = cq.poll(wc);
+                if (ne > 0) {
+                    if (rcnt == 0) {
+                        start = System.nanoTime();
+                    }
+                    for (int i = 0; i < ne; i++) {
+                        if (wc.status(i) != WcStatus.SUCCESS) {
+                            throw new SampleException(String.format(" Completion with error at server: status %s (%d), "
+                                    + "vendor error 0x%x, rcnt=%d", wc.status(i).description(), wc.status(i).value(),
+                                    wc.vendorError(i), rcnt));
+                        }
+                        if (wc.byteLength(i) != expected) {
+                            throw new SampleException("data check: receive " + rcnt + " holds " + wc.byteLength(i)
+                                    + " bytes, not " + expected);
+                        }
+                        rcnt++;
+                        lastSlot = (int) wc.wrId(i);
+                        if (recvPosted < iters) {
+                            qp.postReceive(recvs[recvPosted % recvs.length]);
+                            recvPosted++;
+                        }
+                    }
+                    idle = 0;
+                    since = System.nanoTime();
+                } else if (++idle == 1 << 12) {
+                    idle = 0;
+                    if (System.nanoTime() - since > timeoutNanos) {
+                        throw silent("receives", rcnt, rcnt);
+                    }
+                }
+            }
+            return report(n, start, System.nanoTime(), null, null);
+        }
+
+        /** The bytes of the last receive: one of the client's slots, whole. */
+        String checkLastReceive(int n) {
+            int step = type == QpType.UD ? inc(n) + CACHE_LINE : inc(n);
+            long at = half + (long) lastSlot * step + (type == QpType.UD ? CACHE_LINE : 0);
+            byte first = mr.segment().get(ValueLayout.JAVA_BYTE, at);
+            int slots = slots(n, inc(n));
+            int k = 0;
+            while (k < slots && pattern(k, 0) != first) {
+                k++;
+            }
+            String bad = k < slots ? checkSlot(mr.segment(), at, n, k)
+                    : String.format("its first byte 0x%02x starts none of the client's %d slots", first & 0xff, slots);
+            if (bad != null) {
+                throw new SampleException("data check: the last message (" + n + " bytes) is wrong: " + bad);
+            }
+            return "the last of " + iters + " messages holds the client's " + n + " bytes";
+        }
+
+        /**
+         * After the end barrier: every slot of the server's buffer the client wrote holds exactly the
+         * client's bytes for that slot, and slot 0 was written. UC writes may land a little after
+         * the client's completions: a failing check is retried for a second.
+         */
+        String checkWrites(Report client) {
+            if (client.size() < 1 || client.size() > half) {
+                throw new SampleException("data check: the client reports " + client.size() + "-byte messages; this buffer holds "
+                        + half + " (run both sides with the same -s or -a)");
+            }
+            int n = (int) client.size();
+            int step = inc(n);
+            int slots = slots(n, step);
+            long deadline = System.nanoTime() + 1_000_000_000L;
+            while (true) {
+                String bad = null;
+                int written = 0;
+                for (int k = 0; k < slots && bad == null; k++) {
+                    long at = half + (long) k * step;
+                    MemorySegment s = mr.segment().asSlice(at, n);
+                    if (k > 0 && isZero(s)) {
+                        continue;
+                    }
+                    written++;
+                    String wrong = checkSlot(mr.segment(), at, n, k);
+                    if (wrong != null) {
+                        bad = "slot " + k + ": " + wrong;
+                    }
+                }
+                if (bad == null) {
+                    return written + " of " + slots + " buffer slots hold the client's " + n + "-byte messages";
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new SampleException("data check: the written buffer is wrong at " + bad);
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    private static boolean isZero(MemorySegment s) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            if (s.get(ValueLayout.JAVA_BYTE, i) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Null when the {@code n} bytes at {@code at} are the client's slot {@code k}; else what is wrong. */
+    private static String checkSlot(MemorySegment buf, long at, int n, int k) {
+        for (int i = 0; i < n; i++) {
+            byte b = buf.get(ValueLayout.JAVA_BYTE, at + i);
+            if (b != pattern(k, i)) {
+                return String.format("byte %d is 0x%02x, not 0x%02x", i, b & 0xff, pattern(k, i) & 0xff);
+            }
+        }
+        return null;
+    }
+
+    private SampleException silent(String what, long done, long got) {
+        return new SampleException("nothing from the peer for " + timeout.toSeconds() + " s (no " + what + ") after "
+                + done + " posts and " + got + " completions of " + iters + ": the peer is gone (see --timeout)");
+    }
+
+    /**
+     * print_report_bw: with nanosecond stamps (perftest's cycles at 1 GHz). The peak is perftest's:
+     * for every post {@code i} (a multiple of the post list) and every signalled completion
+     * {@code j >= i}, the integer time per message {@code (t_completed[j] - t_posted[i]) / (j - i + 1)};
+     * the smallest wins. No peak (0) without the stamps {@code tp} and {@code tc}.
+     */
+    private Report report(int n, long start, long end, long[] tp, long[] tc) {
+        double formatFactor = gbits ? 125_000_000.0 : 0x100000;
+        double units = 1e9;
+        double sum = end - start;
+        double avg = (double) n * iters * units / (sum * formatFactor);
+        double rate = iters * units / (sum * 1_000_000);
+        double peak = 0;
+        if (tp != null) {
+            long opt = Long.MAX_VALUE;
+            for (int i = 0; i < iters; i += postList) {
+                for (long j = roundUp(i + 1, cqMod) - 1; j < iters; j += cqMod) {
+                    long t = (tc[(int) j] - tp[i]) / (j - i + 1);
+                    opt = Math.min(opt, t);
+                }
+                if (iters % cqMod != 0) {
+                    int j = iters - 1;
+                    long t = (tc[j] - tp[i]) / (j - i + 1);
+                    opt = Math.min(opt, t);
+                }
+            }
+            peak = (double) ((long) n * (long) units) / (opt * (long) formatFactor);
+        }
+        return new Report(n, iters, peak, avg, rate);
+    }
+
+    private static long roundUp(long v, long a) {
+        return v % a == 0 ? v : a * (v / a + 1);
+    }
+
+    /** REPORT_FMT (REPORT_FMT_EXT below 0.1 Gb/s), and the JSON record. */
+    private void print(PrintStream out, StringBuilder json, Report r) {
+        boolean accurate = gbits && r.average() < 0.1;
+        out.printf(Locale.ROOT, accurate ? " %-7d    %d           %-7.6f            %-7.6f            %-7.6f%n"
+                : " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f%n",
+                r.size(), r.iters(), r.peak(), r.average(), r.msgRate());
+        out.flush();
+        json.append(json.isEmpty() ? "" : ",\n").append(String.format(Locale.ROOT,
+                "{\"MsgSize\": %d, \"n_iterations\": %d, \"BW_peak\": %." + (accurate ? 6 : 2) + "f, \"BW_average\": %."
+                        + (accurate ? 6 : 2) + "f, \"MsgRate\": %.6f}", r.size(), r.iters(), r.peak(), r.average(), r.msgRate()));
+    }
+
+    /** perftest's xchg_bw_reports: five exchanges of 8 bytes in network order (perftest 5.33 and later). */
+    private static Report exchangeReports(PerftestLink link, Report mine) {
+        long size = ByteBuffer.wrap(link.exchange(ByteBuffer.allocate(8).putLong(mine.size()).array())).getLong();
+        long iters = ByteBuffer.wrap(link.exchange(ByteBuffer.allocate(8).putLong(mine.iters()).array())).getLong();
+        double peak = ByteBuffer.wrap(link.exchange(ByteBuffer.allocate(8).putDouble(mine.peak()).array())).getDouble();
+        double avg = ByteBuffer.wrap(link.exchange(ByteBuffer.allocate(8).putDouble(mine.average()).array())).getDouble();
+        double rate = ByteBuffer.wrap(link.exchange(ByteBuffer.allocate(8).putDouble(mine.msgRate()).array())).getDouble();
+        return new Report(size, iters, peak, avg, rate);
+    }
+
+    private void writeJson(StringBuilder results) {
+        String text = "{\n\"test\": \"" + verb.title + (postList > 1 ? " Post List" : "") + " BW\",\n\"results\": [\n"
+                + results + "\n]\n}\n";
+        try {
+            Files.writeString(Path.of(jsonFile), text);
+        } catch (IOException e) {
+            throw new SampleException("couldn't write " + jsonFile + ": " + e.getMessage());
+        }
+    }
+
+    /** ctx_print_test_info for these tests. */
+    private void printBanner(PrintStream out, Context ctx, PortAttributes port, int mtu, boolean isServer) {
+        out.println(LINE);
+        out.println("                    " + verb.title + " " + (postList > 1 ? "Post List " : "") + "BW Test");
+        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.device().name());
+        out.printf(" Number of qps   : 1\t\tTransport type : %s%n", switch (ctx.device().transport()) {
+            case IB -> "IB";
+            case IWARP -> "IW";
+            default -> "Unknown";
+        });
+        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", type);
+        out.println(" PCIe relax order: OFF");
+        out.println(" ibv_wr* API     : OFF");
+        if (!isServer) {
+            out.println(" TX depth        : " + txDepth);
+        }
+        if (postList > 1) {
+            out.println(" Post List       : " + postList);
+        }
+        if (verb == Verb.SEND && isServer) {
+            out.println(" RX depth        : " + rxDepth);
+        }
+        out.println(" CQ Moderation   : " + cqMod);
+        out.printf(" Mtu             : %d[B]%n", mtu);
+        out.printf(" Link type       : %s%n", switch (port.linkLayer()) {
+            case ETHERNET -> "Ethernet";
+            case INFINIBAND -> "IB";
+            default -> "Unknown";
+        });
+        if (gidIndex >= 0) {
+            out.printf(" GID index       : %d%n", gidIndex);
+        }
+        out.printf(" Max inline data : %d[B]%n", inline);
+        out.println(" rdma_cm QPs\t : OFF");
+        out.println(" Data ex. method : Ethernet");
+        out.println(LINE);
+        out.flush();
+    }
+
+    /** ctx_print_pingpong_data: " local address: LID 0000 QPN 0x0011 PSN 0x... [RKey 0x... VAddr 0x...]". */
+    private void printAddress(PrintStream out, String side, RemoteEndpoint e, int rkey, long vaddr) {
+        StringBuilder b = new StringBuilder(" " + side + " address: LID " + Latency.alt(e.lid(), 4) + " QPN "
+                + Latency.alt(e.qpn(), 6) + " PSN " + Latency.alt(e.psn(), 6));
+        if (verb == Verb.WRITE) {
+            b.append(" RKey ").append(Latency.alt(rkey, 8)).append(" VAddr ").append(Latency.alt(vaddr, 16));
+        }
+        out.println(b);
+        if (gidIndex >= 0) {
+            StringBuilder g = new StringBuilder(" GID: ");
+            byte[] raw = e.gid().bytes();
+            for (int i = 0; i < 16; i++) {
+                g.append(i == 0 ? "" : ":").append(String.format("%02d", raw[i] & 0xff));
+            }
+            out.println(g);
+        }
+    }
+}

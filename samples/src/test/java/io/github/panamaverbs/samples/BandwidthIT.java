@@ -1,0 +1,150 @@
+package io.github.panamaverbs.samples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.github.panamaverbs.samples.SamplesIT.Run;
+import io.github.panamaverbs.verbs.Device;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * write-bw and send-bw on a real device (scripts/with-rdma -- scripts/run-it, IT_MODULES=samples),
+ * server and client in this JVM: the result table parses, has the requested size and iterations,
+ * and holds perftest's arithmetic (MsgRate = BW average / size; peak at least the average on the
+ * client, 0 on the send-bw server); the server's data check passes.
+ */
+class BandwidthIT {
+    private static final Pattern ROW = Pattern.compile("^ (\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d{6})$");
+    private static String device;
+    private static String gid;
+    private static int nextPort = 18700;
+
+    @BeforeAll
+    static void device() {
+        device = System.getenv("RDMA_DEVICE");
+        if (device == null && !Device.list().isEmpty()) {
+            device = Device.list().getFirst().name();
+        }
+        if (device == null) {
+            if (Boolean.getBoolean("rdma.required")) {
+                fail("no RDMA device (CI=true: a missing device is a failure)");
+            }
+            Assumptions.abort("no RDMA device; run through scripts/with-rdma");
+        }
+        gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "1");
+    }
+
+    /** One result row: #bytes, #iterations, BW peak, BW average, MsgRate. */
+    record Row(long size, long iters, double peak, double average, double msgRate) {
+    }
+
+    /** Runs a server and a client with the same flags; returns {server, client}, both exited 0. */
+    private static Run[] pair(String tool, String... flags) throws Exception {
+        int port = nextPort++;
+        List<String> args = new ArrayList<>(List.of(tool, "-d", device, "-x", gid, "-p", "" + port, "--timeout", "60"));
+        args.addAll(List.of(flags));
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> SamplesIT.java(args.toArray(String[]::new)));
+        SamplesIT.awaitListening(port);
+        args.add("127.0.0.1");
+        Run client = SamplesIT.java(args.toArray(String[]::new));
+        Run s = server.get(120, TimeUnit.SECONDS);
+        assertEquals(0, client.status(), "client: " + client.out() + client.err());
+        assertEquals(0, s.status(), "server: " + s.out() + s.err());
+        assertTrue(client.err().isEmpty(), client.err());
+        assertTrue(s.err().isEmpty(), s.err());
+        return new Run[] {s, client};
+    }
+
+    /** The one row of the table, after its one header; checks the size, the iterations and MsgRate against the average. */
+    private static Row row(Run r, int size, int iters) {
+        assertEquals(1, r.out().lines().filter(l -> l.equals(
+                " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]")).count(), r.out());
+        List<Row> rows = new ArrayList<>();
+        for (String l : r.out().lines().toList()) {
+            Matcher m = ROW.matcher(l);
+            if (m.matches()) {
+                rows.add(new Row(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), Double.parseDouble(m.group(3)),
+                        Double.parseDouble(m.group(4)), Double.parseDouble(m.group(5))));
+            }
+        }
+        assertEquals(1, rows.size(), r.out());
+        Row row = rows.getFirst();
+        assertEquals(size, row.size(), r.out());
+        assertEquals(iters, row.iters(), r.out());
+        assertTrue(row.average() > 0 && row.msgRate() > 0, r.out());
+        // BW average [MB/s] = MsgRate [Mpps] * size * 10^6 / 2^20, within the rounding of the two printed figures
+        double fromRate = row.msgRate() * size * 1e6 / (1 << 20);
+        double slack = 0.005 + 0.5e-6 * size * 1e6 / (1 << 20) + 1e-9;
+        assertTrue(Math.abs(fromRate - row.average()) <= slack,
+                "MsgRate " + row.msgRate() + " * " + size + " B is " + fromRate + " MB/s, not " + row.average() + ":\n" + r.out());
+        return row;
+    }
+
+    @ParameterizedTest
+    @CsvSource({"RC, 4096, 2000", "UC, 65536, 200"})
+    void writeBw(String type, int size, int iters) throws Exception {
+        Run[] r = pair("write-bw", "-c", type, "-s", "" + size, "-n", "" + iters);
+        Row client = row(r[1], size, iters);
+        assertTrue(client.peak() >= client.average(), r[1].out());
+        assertEquals(client, row(r[0], size, iters), "the server prints the client's figures");
+        for (Run x : r) {
+            assertTrue(x.out().contains("Connection type : " + type), x.out());
+        }
+        assertTrue(r[0].out().contains(" data check: 1 of 1 buffer slots hold the client's " + size + "-byte messages"), r[0].out());
+    }
+
+    @Test
+    void writeBwPostListCyclesSmallMessages() throws Exception {
+        Run[] r = pair("write-bw", "-s", "64", "-n", "800", "-l", "8");
+        Row client = row(r[1], 64, 800);
+        assertTrue(client.peak() >= client.average(), r[1].out());
+        assertTrue(r[1].out().contains("RDMA_Write Post List BW Test") && r[1].out().contains(" CQ Moderation   : 8"), r[1].out());
+        // 64 slots of 64 bytes in the 4 KiB cycle buffer; a list of 8 writes uses the first 8
+        assertTrue(r[0].out().contains(" data check: 8 of 64 buffer slots hold the client's 64-byte messages"), r[0].out());
+    }
+
+    @ParameterizedTest
+    @CsvSource({"RC, 4096, 1000", "UD, 1024, 1000"})
+    void sendBw(String type, int size, int iters) throws Exception {
+        Run[] r = pair("send-bw", "-c", type, "-s", "" + size, "-n", "" + iters);
+        Row client = row(r[1], size, iters);
+        assertTrue(client.peak() >= client.average(), r[1].out());
+        Row server = row(r[0], size, iters);
+        assertEquals(0.0, server.peak(), "the send-bw server computes no peak, as perftest's: " + r[0].out());
+        assertTrue(r[0].out().contains(" RX depth        : " + (type.equals("UD") ? iters : 512)), r[0].out());
+        assertTrue(r[0].out().contains(" data check: the last of " + iters + " messages holds the client's " + size + " bytes"),
+                r[0].out());
+    }
+
+    @Test
+    void refusedAndSilentPeers() throws Exception {
+        Run refused = SamplesIT.java("send-bw", "-d", device, "-x", gid, "-p", "1", "127.0.0.1");
+        assertEquals(1, refused.status());
+        assertTrue(refused.err().contains("Couldn't connect to 127.0.0.1:1"), refused.err());
+
+        // a client that connects and then says nothing: the server gives up after --timeout
+        int port = nextPort++;
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> SamplesIT.java("write-bw", "-d", device,
+                "-x", gid, "-p", "" + port, "--timeout", "2"));
+        SamplesIT.awaitListening(port);
+        try (Socket silent = new Socket()) {
+            silent.connect(new InetSocketAddress("127.0.0.1", port));
+            Run s = server.get(60, TimeUnit.SECONDS);
+            assertEquals(1, s.status(), s.out() + s.err());
+            assertTrue(s.err().contains("gone"), s.err());
+        }
+    }
+}

@@ -115,6 +115,7 @@ final class Bandwidth {
     private int ibPort;
     private int gidIndex;
     private int size;
+    private boolean sizeGiven;
     private boolean all;
     private int iters;
     private int txDepth;
@@ -188,6 +189,7 @@ final class Bandwidth {
         };
         all = o.has("all");
         size = o.integer("size", 65536, 1, MAX_SIZE);
+        sizeGiven = o.has("size");
         iters = o.integer("iters", verb.defaultIters, 5, 100_000_000);
         txDepth = o.integer("tx-depth", 128, 1, 1 << 16);
         rxDepth = o.integer("rx-depth", 512, 1, 1 << 16);
@@ -264,9 +266,10 @@ final class Bandwidth {
                 mtu = activeMtu;
             }
             if (type == QpType.UD && size > mtu) {
-                if (all) {
-                    out.println(" Max msg size in UD is MTU " + mtu + "\n Changing to this MTU");
+                if (!all && sizeGiven) {
+                    throw new SampleException("Max message size in UD cannot be greater than MTU (" + mtu + ")");
                 }
+                out.println(" Max msg size in UD is MTU " + mtu + "\n Changing to this MTU");
                 size = mtu;
             }
             int maxSize = !all ? size : type == QpType.UD ? mtu : MAX_SIZE;

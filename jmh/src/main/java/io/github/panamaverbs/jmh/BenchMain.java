@@ -34,7 +34,7 @@ import org.openjdk.jmh.runner.options.TimeValue;
  */
 public final class BenchMain {
     private static final String PKG = BenchMain.class.getPackageName();
-    private static final int[] SIZES = {2, 256, 4096};
+    private static final int[] SIZES = {2, 16, 64, 256, 1024, 4096};
 
     private final boolean quick;
     private final Path out;
@@ -89,7 +89,7 @@ public final class BenchMain {
                     .measurementIterations(1).measurementTime(TimeValue.milliseconds(300))
                     .param("size", "2", "4096");
         }
-        // otherwise the classes' @Fork/@Warmup/@Measurement: Java 10 x 1 s warm-up (C2 needs 6 to 12
+        // otherwise the classes' @Fork/@Warmup/@Measurement: Java 10 x 1 s warm-up (8 for PingPong; C2 needs 6 to 12
         // under TCG), 5 x 1 s measured; the C loops 1 + 3
         return o;
     }
@@ -160,9 +160,13 @@ public final class BenchMain {
         Files.writeString(out.resolve("perftest.txt"), log);
     }
 
-    /** Runs server (vCPU 1 when there is one) and client (vCPU 0) on the same device, over 127.0.0.1. */
+    /**
+     * Runs server (vCPU 1 when there is one) and client (vCPU 0) on the same device, over 127.0.0.1.
+     * {@code nproc --all}: this JVM is pinned to vCPU 0, and plain nproc counts only the CPUs it may use
+     * (with both on one vCPU, each round trip took two 4 ms scheduler slices).
+     */
     private static String perftest(String tool, String args, StringBuilder log) throws IOException, InterruptedException {
-        String script = "cpus=$(nproc); srv=$(( cpus > 1 ? 1 : 0 )); "
+        String script = "cpus=$(nproc --all); srv=$(( cpus > 1 ? 1 : 0 )); "
                 + "taskset -c $srv " + tool + " " + args + " >/tmp/pv-perftest-server.txt 2>&1 & s=$!; "
                 + "ok=1; for i in $(seq 20); do sleep 0.5; "
                 + "if taskset -c 0 " + tool + " " + args + " 127.0.0.1; then ok=0; break; fi; "
@@ -198,7 +202,7 @@ public final class BenchMain {
     // ---------------------------------------------------------------- table
 
     /** One line of the table; times in ns per operation (NaN when absent). */
-    record Row(String name, double java, double c, double perftest, double bytesPerOp, String unit) {
+    record Row(String name, double java, double c, double perftest, double bytesPerOp, double cBytesPerOp, String unit) {
         double ratio() {
             return java / c;
         }
@@ -234,7 +238,7 @@ public final class BenchMain {
     }
 
     private void row(String name, String javaKey, String cKey, String unit) {
-        rows.add(new Row(name, score(javaKey), score(cKey), Double.NaN, bytesPerOp(javaKey), unit));
+        rows.add(new Row(name, score(javaKey), score(cKey), Double.NaN, bytesPerOp(javaKey), bytesPerOp(cKey), unit));
     }
 
     private String table() {
@@ -256,21 +260,23 @@ public final class BenchMain {
                 if (!results.containsKey(jk)) {
                     continue;
                 }
-                // half round trips: JMH's op is a round trip; SampleTime p50 in µs -> ns
+                // half round trips: JMH's op is a round trip; SampleTime p50 in µs -> ns, Java and C alike
+                String ck = "main:PingPong." + cName + ":" + size;
                 double java = median(jk) * 1000 / 2;
-                double c = score("main:PingPong." + cName + ":" + size) * 1000 / 2;
+                double c = median(ck) * 1000 / 2;
                 double[] p = perf.get(tool + ":" + size);
                 rows.add(new Row("ping-pong " + kind + " " + size + " B, half RTT p50", java, c,
-                        p == null ? Double.NaN : p[0] * 1000, bytesPerOp(jk) / 2, "ns"));
+                        p == null ? Double.NaN : p[0] * 1000, bytesPerOp(jk) / 2, bytesPerOp(ck) / 2, "ns"));
             }
         }
         double[] bw = perf.get("ib_write_bw:64");
         rows.add(new Row("64 B writes, chains of " + MessageRate.BATCH + ", per message", score("main:MessageRate.api"),
-                score("main:MessageRate.c"), bw == null ? Double.NaN : 1000 / bw[0], bytesPerOp("main:MessageRate.api"), "ns"));
+                score("main:MessageRate.c"), bw == null ? Double.NaN : 1000 / bw[0], bytesPerOp("main:MessageRate.api"),
+                bytesPerOp("main:MessageRate.c"), "ns"));
 
         StringBuilder t = new StringBuilder();
-        t.append("| Benchmark | Java | C | Java/C | perftest | Java/perftest | Java B/op |\n");
-        t.append("|---|---:|---:|---:|---:|---:|---:|\n");
+        t.append("| Benchmark | Java | C | Java/C | perftest | Java/perftest | Java B/op | C B/op |\n");
+        t.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Row r : rows) {
             if (Double.isNaN(r.java()) && Double.isNaN(r.c())) {
                 continue;
@@ -281,15 +287,17 @@ public final class BenchMain {
                     .append(" | ").append(ratio(r.ratio()))
                     .append(" | ").append(fmt(r.perftest(), r.unit()))
                     .append(" | ").append(ratio(r.perfRatio()))
-                    .append(" | ").append(Double.isNaN(r.bytesPerOp()) ? "–"
-                            : String.format(Locale.ROOT, "%.3f", Math.max(0, r.bytesPerOp())))
+                    .append(" | ").append(bytes(r.bytesPerOp()))
+                    .append(" | ").append(bytes(r.cBytesPerOp()))
                     .append(" |\n");
         }
-        t.append("\nTimes per operation (ping-pong: half a round trip, the median for Java and perftest's t_typical;"
-                + " the C loop's mean). C = the same loop in C (jmh/src/main/c/pvbench.c) called once through FFM"
-                + " for N iterations; for the call rows, C = a JNI native method. perftest = ib_write_lat / ib_send_lat"
-                + " (server and client processes) and ib_write_bw -s 64 (1/msg rate), same device, same job."
-                + " B/op: JMH -prof gc, gc.alloc.rate.norm.\n");
+        t.append("\nTimes per operation. Ping-pong: half a round trip, the median (JMH SampleTime for Java and for"
+                + " the C loop called once per round trip; perftest's t_typical). Other rows: means; C = the same loop"
+                + " in C (jmh/src/main/c/pvbench.c) called once through FFM for N iterations, and for the call rows a"
+                + " JNI native method. perftest = ib_write_lat / ib_send_lat (server and client processes, one vCPU"
+                + " each) and ib_write_bw -s 64 (1/msg rate), same device, same job. B/op: JMH -prof gc,"
+                + " gc.alloc.rate.norm; in SampleTime mode it includes JMH's own sample bookkeeping, which the C"
+                + " column (a C loop cannot allocate on the Java heap) shows alone.\n");
         return t.toString();
     }
 
@@ -299,6 +307,10 @@ public final class BenchMain {
         }
         return v >= 10_000 ? String.format(Locale.ROOT, "%.1f µs", v / 1000)
                 : String.format(Locale.ROOT, v >= 100 ? "%.0f %s" : "%.1f %s", v, unit);
+    }
+
+    private static String bytes(double v) {
+        return Double.isNaN(v) ? "–" : String.format(Locale.ROOT, "%.3f", Math.max(0, v));
     }
 
     private static String ratio(double v) {

@@ -1,16 +1,18 @@
 package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.AccessFlag;
+import io.github.panamaverbs.verbs.AddressHandle;
+import io.github.panamaverbs.verbs.AddressVector;
 import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
-import io.github.panamaverbs.verbs.RemoteEndpoint;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.VerbsException;
@@ -94,6 +96,14 @@ final class Latency {
 
     /** Receives each side of send-lat keeps posted (each completion posts one again). */
     private static final int RX_DEPTH = 16;
+    /** perftest's DEF_QKEY, which both sides of a UD test use. */
+    private static final int QKEY = 0x11111111;
+    /** The GRH in front of every UD receive (perftest's UD_ADDITION). */
+    private static final int GRH_BYTES = 40;
+    /** Outstanding reads and atomics each way, for read-lat and atomic-lat. */
+    private static final int READ_DEPTH = 16;
+    /** perftest's ATOMIC_ADD_VALUE. */
+    private static final long ATOMIC_ADD = 1;
 
     private final Verb verb;
     private String server;
@@ -102,6 +112,7 @@ final class Latency {
     private int ibPort;
     private int gidIndex;
     private int size;
+    private boolean sizeGiven;
     private boolean all;
     private int iters;
     private int inline;
@@ -123,13 +134,15 @@ final class Latency {
                 .value('d', "ib-dev", "dev", "use IB device <dev> (default first device found)")
                 .value('i', "ib-port", "port", "use port <port> of IB device (default 1)")
                 .value('x', "gid-index", "index", "GID index (needed on RoCE)")
-                .value('m', "mtu", "mtu", "path MTU (default 1024)")
+                .value('m', "mtu", "mtu", "path MTU (default: the port's active MTU; the smaller of both sides' is used)")
                 .value('s', "size", "size", "size of message to exchange (default " + verb.defaultSize + ")")
                 .flag('a', "all", "run sizes from 2 till 2^23")
                 .value('n', "iters", "iters", "number of exchanges (at least 5, default 1000)");
         if (verb == Verb.WRITE || verb == Verb.SEND) {
-            o.value('I', "inline_size", "size", "max size of message to be sent inline (default " + defaultInline() + ")")
-                    .value('c', "connection", "type", "connection type RC or UC (default RC)");
+            o.value('I', "inline_size", "size", "max size of message to be sent inline (default " + defaultInline()
+                    + (verb == Verb.SEND ? ", 188 on UD" : "") + ")")
+                    .value('c', "connection", "type", verb == Verb.SEND ? "connection type RC, UC or UD (default RC)"
+                            : "connection type RC or UC (default RC)");
         }
         o.value('\0', "out_json_file", "file", "write the results as JSON to <file>")
                 .flag('\0', "out_json", "write the results as JSON (to perftest_out.json unless --out_json_file)")
@@ -147,6 +160,7 @@ final class Latency {
         gidIndex = o.integer("gid-index", -1, -1, 255);
         all = o.has("all");
         size = o.integer("size", verb.defaultSize, 1, MAX_SIZE);
+        sizeGiven = o.has("size");
         if (verb == Verb.ATOMIC && size != 8) {
             throw new Options.UsageException("atomic operations are 8 bytes: --size must be 8");
         }
@@ -154,29 +168,41 @@ final class Latency {
             throw new Options.UsageException("--all is not available for atomics");
         }
         iters = o.integer("iters", 1000, 5, 100_000_000);
-        inline = o.integer("inline_size", defaultInline(), 0, 4096);
         String c = o.string("connection", "RC").toUpperCase(Locale.ROOT);
         type = switch (c) {
             case "RC" -> QpType.RC;
             case "UC" -> QpType.UC;
-            default -> throw new Options.UsageException("--connection: " + c + " is not RC or UC");
+            case "UD" -> {
+                if (verb != Verb.SEND) {
+                    throw new Options.UsageException("--connection: UD is for send-lat only");
+                }
+                yield QpType.UD;
+            }
+            default -> throw new Options.UsageException("--connection: " + c + " is not RC, UC or UD");
         };
+        inline = o.integer("inline_size", defaultInline(), 0, type == QpType.UD ? MAX_INLINE_UD : 4096);
         jsonFile = o.has("out_json") || o.has("out_json_file") ? o.string("out_json_file", "perftest_out.json") : null;
         timeout = Duration.ofSeconds(o.integer("timeout", 20, 1, 86_400));
-        mtuBytes = o.integer("mtu", 1024, 0, 1 << 20);
-        connectOptions = ConnectOptions.port(ibPort).mtu(Common.mtu(mtuBytes))
-                .readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : 16);
+        mtuBytes = o.integer("mtu", 0, 0, 1 << 20);
+        if (mtuBytes != 0) {
+            Common.mtu(mtuBytes);   // a usage error before anything opens
+        }
+        connectOptions = ConnectOptions.port(ibPort)
+                .readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
         if (gidIndex >= 0) {
             connectOptions.gidIndex(gidIndex);
         }
         return true;
     }
 
-    /** perftest's DEF_INLINE_WRITE (220) and DEF_INLINE_SEND_RC_UC (236). */
+    /** perftest's MAX_INLINE_UD. */
+    private static final int MAX_INLINE_UD = 884;
+
+    /** perftest's DEF_INLINE_WRITE (220), DEF_INLINE_SEND_RC_UC (236) and DEF_INLINE_SEND_UD (188). */
     private int defaultInline() {
         return switch (verb) {
             case WRITE -> 220;
-            case SEND -> 236;
+            case SEND -> type == QpType.UD ? 188 : 236;
             default -> 0;
         };
     }
@@ -186,65 +212,145 @@ final class Latency {
             return 0;
         }
         this.out = out;
-        int maxSize = all ? MAX_SIZE : size;
         try (Resources res = new Resources()) {
             Context ctx = res.add(Common.openDevice(deviceName));
             PortAttributes port = ctx.queryPort(ibPort);
-            ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
-            EnumSet<AccessFlag> access = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
-            if (verb == Verb.ATOMIC) {
-                access.add(AccessFlag.REMOTE_ATOMIC);
-            }
-            // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer writes.
-            MemoryRegion mr = res.add(pd.register(res.add(new ArenaCloser()).arena.allocate(2L * maxSize, 4096), access));
-            CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
-            CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
-            QueuePair qp;
-            try {
-                qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, rcq).maxSendWr(16)
-                        .maxRecvWr(verb == Verb.SEND ? RX_DEPTH : 1).maxInlineData(inline)));
-            } catch (VerbsException e) {
-                throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
-                        + e.getMessage());
-            }
-            qp.init(connectOptions);
-            ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, maxSize, maxSize);
-            if (verb == Verb.SEND) {
-                for (int i = 0; i < RX_DEPTH; i++) {
-                    qp.postReceive(recv);   // before the peer learns our QPN: its first send finds one
-                }
-            }
-            RemoteEndpoint me = qp.localEndpoint(connectOptions);
-            printBanner(out, ctx, port);
+            Mtu localMtu = localMtu(out, port);
             try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
-                PerftestLink.Key p = link.exchangeKeys(new PerftestLink.Key(me, 16, mr.rkey(), mr.address() + maxSize));
-                qp.connect(p.endpoint(), connectOptions);
-                printAddress(out, "local", me, mr.rkey(), mr.address() + maxSize);
-                printAddress(out, "remote", p.endpoint(), p.rkey(), p.vaddr());
-                out.println(LINE);
-                link.barrier('s');   // both are in RTS: the peer may write now
-                out.println(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ");
-                StringBuilder json = new StringBuilder();
-                int first = all ? 1 : -1;
-                for (int e = first; e < (all ? 24 : 0); e++) {
-                    int n = all ? 1 << e : size;
-                    long[] posted = verb == Verb.SEND ? measureSend(qp, cq, rcq, recv, mr, n)
-                            : server != null || verb == Verb.WRITE ? measure(qp, cq, mr, maxSize, n, p)
-                            : null;
-                    if (posted != null) {
-                        report(out, json, n, posted);
+                link.keysWithGid(gidIndex >= 0);
+                Mtu mtu = link.preamble(localMtu);
+                connectOptions.mtu(mtu);
+                int maxSize = all ? MAX_SIZE : size;
+                int lastExponent = 23;
+                if (type == QpType.UD) {
+                    if (size > mtu.bytes()) {
+                        if (!all && sizeGiven) {
+                            throw new SampleException("Max message size in UD cannot be greater than MTU (" + mtu.bytes() + ")");
+                        }
+                        out.println(" Max msg size in UD is MTU " + mtu.bytes() + "\n Changing to this MTU");
+                        size = mtu.bytes();
                     }
-                    out.flush();
+                    maxSize = all ? mtu.bytes() : size;
+                    lastExponent = Integer.numberOfTrailingZeros(mtu.bytes());
                 }
-                link.untimed();
-                link.barrier('e');   // done: neither side tears down while the other still posts
-                out.println(LINE);
-                if (jsonFile != null && !json.isEmpty()) {
-                    writeJson(json);
-                }
+                return measureAll(res, ctx, port, link, mtu, maxSize, lastExponent);
             }
+        }
+    }
+
+    /** perftest's set_mtu: the port's active MTU, or {@code -m} when it is not above that. */
+    private Mtu localMtu(PrintStream out, PortAttributes port) {
+        Mtu active = port.activeMtu();
+        if (mtuBytes == 0) {
+            return active;
+        }
+        Mtu asked = Common.mtu(mtuBytes);
+        if (asked.bytes() > active.bytes()) {
+            out.println("Requested mtu is higher than active mtu \nChanging to active mtu - " + active.value());
+            return active;
+        }
+        return asked;
+    }
+
+    /**
+     * Everything after the MTU is agreed, in perftest's order (ctx_init, set_up_connection, the
+     * hand-shakes around ctx_connect, the runs, ctx_close_connection), so that either side can be
+     * perftest's binary: the hand-shakes are the same in number and place as in perftest's
+     * write_lat.c, read_lat.c, atomic_lat.c and send_lat.c.
+     */
+    private int measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, int maxSize,
+            int lastExponent) {
+        ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
+        EnumSet<AccessFlag> access = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
+        if (verb == Verb.ATOMIC) {
+            access.add(AccessFlag.REMOTE_ATOMIC);
+        }
+        int grh = type == QpType.UD ? GRH_BYTES : 0;
+        // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer
+        // writes, or (send-lat) where receives land, after the GRH on UD.
+        MemoryRegion mr = res.add(pd.register(res.add(new ArenaCloser()).arena.allocate(2L * maxSize + grh, 4096), access));
+        CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
+        CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
+        QueuePair qp;
+        try {
+            qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, rcq).maxSendWr(16)
+                    .maxRecvWr(verb == Verb.SEND ? RX_DEPTH : 1).maxInlineData(inline)));
+        } catch (VerbsException e) {
+            throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
+                    + e.getMessage());
+        }
+        if (type == QpType.UD) {
+            qp.activateDatagram(connectOptions, QKEY);
+        } else {
+            qp.init(connectOptions);
+        }
+        ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, maxSize, maxSize + grh);
+        if (verb == Verb.SEND) {
+            for (int i = 0; i < RX_DEPTH; i++) {
+                qp.postReceive(recv);   // before the peer learns our QPN: its first send finds one
+            }
+        }
+        printBanner(out, ctx, port, mtu);
+        int outReads = verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 1;
+        PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(connectOptions), outReads, mr.rkey(),
+                mr.address() + maxSize);
+        PerftestLink.Key p = link.handShake(me);
+        if (verb != Verb.SEND) {
+            p = link.handShake(me);   // perftest: once for all QPs, then once per QP
+        }
+        SendRequest udSend = null;
+        if (type == QpType.UD) {
+            AddressVector.GlobalRoute route = gidIndex >= 0
+                    ? new AddressVector.GlobalRoute(p.gid(), gidIndex, 0xff, 0, 0) : null;
+            AddressHandle ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, p.lid(), 0, 0, 0, route)));
+            udSend = new SendRequest(1).datagram(ah, p.qpn(), QKEY);
+        } else {
+            qp.connect(p.endpoint(), connectOptions);
+        }
+        if (verb == Verb.SEND) {
+            link.handShake(me);
+        }
+        printAddress(out, "local", me);
+        p = link.handShake(me);
+        printAddress(out, "remote", p);
+        if (verb != Verb.SEND) {
+            link.handShake(me);   // "an additional handshake is required after moving qp to RTR"
+        }
+        boolean passive = server == null && (verb == Verb.READ || verb == Verb.ATOMIC);
+        if (passive) {
+            // The client reads (or adds) for as long as it measures; its ctx_close_connection is
+            // what ends the wait, or its death, which closes the socket.
+            link.untimed();
+            link.closeConnection(me);
+            out.println(LINE);
+            out.flush();
             return 0;
         }
+        out.println(LINE);
+        out.println(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ");
+        out.flush();
+        StringBuilder json = new StringBuilder();
+        for (int e = all ? 1 : -1; e < (all ? lastExponent + 1 : 0); e++) {
+            int n = all ? 1 << e : size;
+            long[] posted;
+            if (verb == Verb.SEND) {
+                link.handShake(me);   // the peer's receives for this size are posted
+                posted = measureSend(qp, cq, rcq, recv, udSend, mr, n);
+            } else {
+                posted = measure(qp, cq, mr, maxSize, n, p);
+            }
+            report(out, json, n, posted);
+            out.flush();
+        }
+        out.println(LINE);
+        out.flush();
+        if (verb != Verb.WRITE) {
+            link.closeConnection(me);   // write_lat has none: each side's last write was acknowledged
+        }
+        if (jsonFile != null && !json.isEmpty()) {
+            writeJson(json);
+        }
+        return 0;
     }
 
     /** One size: returns the post times, or null for the passive server of reads and atomics. */
@@ -263,6 +369,7 @@ final class Latency {
         long[] posted = new long[iters];
         boolean isServer = server == null;
         long timeoutNanos = timeout.toNanos();
+        long lastFetched = 0;
         int scnt = 0;
         int rcnt = 0;
         int ccnt = 0;
@@ -305,9 +412,18 @@ final class Latency {
                 if (wc.status(0) != WcStatus.SUCCESS) {
                     throw new SampleException(String.format("Completion with error at client: status %s (%d), "
                             + "vendor error 0x%x, scnt=%d, ccnt=%d", wc.status(0).description(), wc.status(0).value(),
-                            wc.vendorError(0), scnt, ccnt));
+                            wc.vendorError(0), scnt, ccnt) + gone(wc.status(0)));
                 }
                 ccnt++;
+                if (verb == Verb.ATOMIC) {
+                    // Only this side adds to the peer's word: each fetch returns the previous one plus 1.
+                    long fetched = buf.get(ValueLayout.JAVA_LONG, 0);
+                    if (ccnt > 1 && fetched != lastFetched + ATOMIC_ADD) {
+                        throw new SampleException("fetch-and-add " + ccnt + " returned " + fetched + " after "
+                                + lastFetched + ": the peer's word did not grow by " + ATOMIC_ADD);
+                    }
+                    lastFetched = fetched;
+                }
             }
         }
         return posted;
@@ -316,12 +432,15 @@ final class Latency {
     /**
      * One size of send-lat, as perftest's run_iter_lat_send: the client sends, the server waits for
      * that receive and sends back, the client waits for the answer; every receive completion posts
-     * a receive again. Returns the post times of this side's sends.
+     * a receive again, and must hold {@code n} bytes (and the GRH on UD). Returns the post times of
+     * this side's sends. {@code ud} is the request that carries the peer's address handle, QPN and
+     * Q_Key on UD, else null.
      */
     private long[] measureSend(QueuePair qp, CompletionQueue scq, CompletionQueue rcq, ReceiveRequest recv,
-            MemoryRegion mr, int n) {
-        SendRequest wr = new SendRequest(1).id(1).signaled(true).opcode(SendOpcode.SEND).sge(mr, 0, n)
-                .inline(n <= inline);
+            SendRequest ud, MemoryRegion mr, int n) {
+        SendRequest wr = (ud != null ? ud : new SendRequest(1)).id(1).signaled(true).opcode(SendOpcode.SEND)
+                .sge(mr, 0, n).inline(n <= inline);
+        int expectBytes = n + (ud != null ? GRH_BYTES : 0);
         WorkCompletions wc = new WorkCompletions(1);
         WorkCompletions swc = new WorkCompletions(8);
         long[] posted = new long[iters];
@@ -343,6 +462,10 @@ final class Latency {
                     }
                 }
                 checkCompletion(wc, "receive", scnt, rcnt);
+                if (wc.byteLength(0) != expectBytes) {
+                    throw new SampleException("receive " + (rcnt + 1) + " holds " + wc.byteLength(0) + " bytes, not "
+                            + expectBytes + (ud != null ? " (" + n + " and the GRH)" : "") + ": is the peer's size " + n + "?");
+                }
                 rcnt++;
                 qp.postReceive(recv);
             }
@@ -380,9 +503,15 @@ final class Latency {
             if (wc.status(i) != WcStatus.SUCCESS) {
                 throw new SampleException(String.format("Completion with error on %s: status %s (%d), vendor error 0x%x, "
                         + "scnt=%d, rcnt=%d", what, wc.status(i).description(), wc.status(i).value(), wc.vendorError(i),
-                        scnt, rcnt));
+                        scnt, rcnt) + gone(wc.status(i)));
             }
         }
+    }
+
+    /** What an error status says about the peer: no acknowledgement (retries exhausted) means it is gone. */
+    private static String gone(WcStatus status) {
+        return status == WcStatus.RETRY_EXC_ERR || status == WcStatus.RNR_RETRY_EXC_ERR
+                ? ": the peer does not answer: the peer is gone (or the path to it is down)" : "";
     }
 
     private SampleException silent(int scnt, int rcnt) {
@@ -443,7 +572,7 @@ final class Latency {
         }
     }
 
-    private void printBanner(PrintStream out, Context ctx, PortAttributes port) {
+    private void printBanner(PrintStream out, Context ctx, PortAttributes port, Mtu mtu) {
         out.println(LINE);
         out.println("                    " + verb.title + " Latency Test");
         out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.device().name());
@@ -458,7 +587,10 @@ final class Latency {
         if (server != null) {
             out.println(" TX depth        : 1");
         }
-        out.printf(" Mtu             : %d[B]%n", Math.min(mtuBytes, port.activeMtu().bytes()));
+        if (verb == Verb.SEND && server == null) {
+            out.println(" RX depth        : " + RX_DEPTH);
+        }
+        out.printf(" Mtu             : %d[B]%n", mtu.bytes());
         out.printf(" Link type       : %s%n", switch (port.linkLayer()) {
             case ETHERNET -> "Ethernet";
             case INFINIBAND -> "IB";
@@ -470,7 +602,7 @@ final class Latency {
         if (verb == Verb.WRITE || verb == Verb.SEND) {
             out.printf(" Max inline data : %d[B]%n", inline);
         } else {
-            out.println(" Outstand reads  : 16");
+            out.println(" Outstand reads  : " + READ_DEPTH);
         }
         out.println(" rdma_cm QPs\t : OFF");
         out.println(" Data ex. method : Ethernet");
@@ -480,14 +612,14 @@ final class Latency {
 
 
     /** ctx_print_pingpong_data: " local address: LID 0000 QPN 0x0011 PSN 0x... RKey 0x... VAddr 0x...". */
-    private void printAddress(PrintStream out, String side, RemoteEndpoint e, int rkey, long vaddr) {
+    private void printAddress(PrintStream out, String side, PerftestLink.Key e) {
         StringBuilder b = new StringBuilder(" " + side + " address: LID " + alt(e.lid(), 4) + " QPN " + alt(e.qpn(), 6)
                 + " PSN " + alt(e.psn(), 6));
         if (verb == Verb.READ) {
-            b.append(" OUT ").append(alt(16, 4));
+            b.append(" OUT ").append(alt(e.outReads(), 4));
         }
         if (verb != Verb.ATOMIC && verb != Verb.SEND) {
-            b.append(" RKey ").append(alt(rkey, 8)).append(" VAddr ").append(alt(vaddr, 16));
+            b.append(" RKey ").append(alt(e.rkey(), 8)).append(" VAddr ").append(alt(e.vaddr(), 16));
         }
         out.println(b);
         if (gidIndex >= 0) {

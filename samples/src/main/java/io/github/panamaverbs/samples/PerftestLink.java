@@ -1,6 +1,7 @@
 package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.Gid;
+import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.RemoteEndpoint;
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,22 +12,43 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The TCP side of the perftest-like tools (one place for it): the connection between client and
  * server, perftest's per-QP message ({@code KEY_PRINT_FMT_GID}), byte exchanges used as barriers,
  * and the close. Every read gives up after the tool's {@code --timeout} with a message saying the
  * peer is gone; {@link #untimed()} lifts that for a passive side that waits out the measurement.
+ *
+ * <p>To talk to perftest's own binaries (perftest 4.5-0.17, version string "6.06"), a tool follows
+ * their byte sequence exactly: {@link #preamble(Mtu)} right after {@link #open} (perftest's
+ * exchange_versions, check_sys_data and check_mtu), then {@link #handShake(Key)} wherever perftest
+ * calls ctx_hand_shake (each is one exchange of the per-QP message; the client writes first, which
+ * {@link #exchange} does on both sides, harmlessly), and {@link #closeConnection(Key)} where perftest
+ * calls ctx_close_connection. Perftest reads each message with one {@code read()} of its exact size,
+ * so every message here goes out in one {@code write}.
  */
 final class PerftestLink implements AutoCloseable {
     /** perftest's KEY_MSG_SIZE_GID. */
     static final int KEY_MSG_BYTES = 108;
+    /** perftest's KEY_MSG_SIZE: the message without a GID (InfiniBand without {@code -x}). */
+    static final int KEY_MSG_BYTES_NO_GID = 59;
+    /** The perftest version this side claims (that of perftest 4.5-0.17, the one these tools follow). */
+    static final String VERSION = "6.06";
+    /** perftest's MAX_VERSION: the version travels as this many bytes, NUL-padded. */
+    static final int VERSION_BYTES = 16;
+    /** perftest's check_version_compatibility refuses peers older than this. */
+    static final double OLDEST_PEER = 5.70;
 
     private final Socket socket;
     private final Duration timeout;
     private final boolean client;
+    private String peerVersion;
+    private boolean withGid = true;
 
     private PerftestLink(Socket socket, Duration timeout, boolean client) {
         this.socket = socket;
@@ -83,7 +105,7 @@ final class PerftestLink implements AutoCloseable {
                 throw new SampleException("the peer sent nothing for " + timeout.toSeconds() + " s: it is gone (see --timeout)");
             }
             if (theirs.length != mine.length) {
-                throw new SampleException("the peer closed the connection (it failed, or is a different tool)");
+                throw new SampleException("the peer closed the connection: the peer is gone (it failed, or is a different tool)");
             }
             return theirs;
         } catch (IOException e) {
@@ -105,9 +127,94 @@ final class PerftestLink implements AutoCloseable {
         }
     }
 
-    /** Exchanges the per-QP messages. */
+    /** Exchanges the per-QP messages (with the GID unless {@link #keysWithGid(boolean)} said otherwise). */
     Key exchangeKeys(Key mine) {
-        return Key.parse(exchange(mine.encode()));
+        return Key.parse(exchange(mine.encode(withGid)));
+    }
+
+    /**
+     * Whether the per-QP messages carry the GID: perftest sends the 108-byte form when it has a GID
+     * index (always on RoCE) and the 59-byte one without ({@code KEY_PRINT_FMT}) on InfiniBand
+     * without {@code -x}. Both sides must agree; the default is with.
+     */
+    void keysWithGid(boolean on) {
+        withGid = on;
+    }
+
+    /** perftest's ctx_hand_shake: one exchange of the per-QP messages, used both for data and as a barrier. */
+    Key handShake(Key mine) {
+        return exchangeKeys(mine);
+    }
+
+    /**
+     * perftest's exchange_versions, check_sys_data and check_mtu, in that order, right after the
+     * connection: the 16-byte version strings, the page size and cache line size (4-byte big-endian
+     * ints: this side sends 4096 and 64), and the MTU as {@code sprintf("%d", enum ibv_mtu)} in 2
+     * bytes. Returns the MTU both use: the smaller of the two. Fails, as perftest does, for a peer
+     * older than 5.70.
+     */
+    Mtu preamble(Mtu mine) {
+        byte[] v = new byte[VERSION_BYTES];
+        byte[] text = VERSION.getBytes(StandardCharsets.US_ASCII);
+        System.arraycopy(text, 0, v, 0, text.length);
+        peerVersion = cString(exchange(v));
+        double peer = leadingNumber(peerVersion);
+        if (peer < OLDEST_PEER) {
+            throw new SampleException("the peer's perftest version \"" + peerVersion + "\" is older than " + OLDEST_PEER
+                    + " (or it is not a perftest tool): not compatible");
+        }
+        exchange(ByteBuffer.allocate(4).putInt(4096).array());   // cycle_buffer: the page size
+        exchange(ByteBuffer.allocate(4).putInt(64).array());     // cache_line_size
+        byte[] m = new byte[2];
+        m[0] = (byte) ('0' + mine.value());
+        String theirs = cString(exchange(m));
+        int rem;
+        try {
+            rem = Integer.parseInt(theirs);
+        } catch (NumberFormatException e) {
+            throw new SampleException("bad MTU from the peer: \"" + theirs + "\"");
+        }
+        boolean valid = rem >= Mtu.MTU_256.value() && rem <= Mtu.MTU_4096.value();
+        return valid && mine.value() > rem ? Mtu.of(rem) : mine;
+    }
+
+    /** The peer's version string from {@link #preamble}, or null before it. */
+    String peerVersion() {
+        return peerVersion;
+    }
+
+    /**
+     * perftest's ctx_close_connection: a last {@link #handShake}, then "done" (with its NUL) to the
+     * peer, and the peer's "done" read back if it comes (perftest never reads it; reading it here
+     * only keeps this side from closing on unread data).
+     */
+    void closeConnection(Key mine) {
+        handShake(mine);
+        try {
+            OutputStream o = socket.getOutputStream();
+            o.write(DONE);
+            o.flush();
+            socket.getInputStream().readNBytes(DONE.length);
+        } catch (IOException e) {
+            // the peer closed first: nothing left to agree on
+        }
+    }
+
+    private static final byte[] DONE = "done\0".getBytes(StandardCharsets.US_ASCII);
+
+    /** The text before the first NUL. */
+    private static String cString(byte[] b) {
+        int n = 0;
+        while (n < b.length && b[n] != 0) {
+            n++;
+        }
+        return new String(b, 0, n, StandardCharsets.US_ASCII);
+    }
+
+    /** C's atof, for a version: the leading decimal number, 0 if none. */
+    static double leadingNumber(String s) {
+        Matcher m = Pattern.compile("^\\s*[0-9]+(\\.[0-9]*)?").matcher(s);
+        return m.find() ? Double.parseDouble(m.group().trim()) : 0;
     }
 
     @Override
@@ -134,13 +241,22 @@ final class PerftestLink implements AutoCloseable {
 
         /** The NUL-padded 108-byte message. */
         byte[] encode() {
+            return encode(true);
+        }
+
+        /** The NUL-padded message: 108 bytes with the GID, or perftest's 59-byte KEY_PRINT_FMT without. */
+        byte[] encode(boolean withGid) {
             StringBuilder b = new StringBuilder(String.format("%04x:%04x:%06x:%06x:%08x:%016x:", lid, outReads, qpn,
                     psn, rkey, vaddr));
-            for (byte x : gid.bytes()) {
-                b.append(String.format("%02x:", x & 0xff));
+            if (!withGid) {
+                b.append(String.format("%08x", srqn));
+            } else {
+                for (byte x : gid.bytes()) {
+                    b.append(String.format("%02x:", x & 0xff));
+                }
+                b.append(String.format("%08x:", srqn));
             }
-            b.append(String.format("%08x:", srqn));
-            byte[] msg = new byte[KEY_MSG_BYTES];
+            byte[] msg = new byte[withGid ? KEY_MSG_BYTES : KEY_MSG_BYTES_NO_GID];
             byte[] text = b.toString().getBytes(StandardCharsets.US_ASCII);
             System.arraycopy(text, 0, msg, 0, text.length);
             return msg;
@@ -150,6 +266,11 @@ final class PerftestLink implements AutoCloseable {
             String s = new String(msg, StandardCharsets.US_ASCII).replace("\0", "");
             String[] f = s.split(":");
             try {
+                if (msg.length == KEY_MSG_BYTES_NO_GID) {
+                    return new Key(Integer.parseInt(f[0], 16), Integer.parseInt(f[1], 16), Integer.parseInt(f[2], 16),
+                            Integer.parseInt(f[3], 16), Integer.parseUnsignedInt(f[4], 16),
+                            Long.parseUnsignedLong(f[5], 16), Gid.ZERO, Integer.parseUnsignedInt(f[6], 16));
+                }
                 byte[] gid = new byte[16];
                 for (int i = 0; i < 16; i++) {
                     gid[i] = (byte) Integer.parseInt(f[6 + i], 16);

@@ -7,12 +7,12 @@ import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
-import io.github.panamaverbs.verbs.RemoteEndpoint;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.VerbsException;
@@ -52,13 +52,15 @@ import java.util.Locale;
  * own figures: from its first receive to its last, with no peak (0.00), as perftest's does.
  *
  * <p>Data check: the client fills each buffer slot with a pattern that names the slot. The
- * {@code write-bw} server checks, after the end barrier, that every slot of its buffer was written
- * with exactly the client's bytes (slot 0 at least); the {@code send-bw} server checks the length of
- * every receive and the bytes of the last one.
+ * {@code write-bw} server checks, after the client's last hand-shake, that every slot of its buffer
+ * was written with exactly the client's bytes (slot 0 at least); the {@code send-bw} server checks
+ * the length of every receive and the bytes of the last one. Bytes that are not this pattern at
+ * all come from perftest's own binary (it sends random bytes): the check then says it was skipped.
  *
- * <p>The TCP side is {@link PerftestLink}: the per-QP key message, barriers where perftest shakes
- * hands, and for {@code write-bw} perftest's report exchange ({@code xchg_bw_reports}: size,
- * iterations, peak, average, message rate, each 8 bytes in network order).
+ * <p>The TCP side is {@link PerftestLink}, in perftest's byte sequence so that either side may be
+ * perftest's binary: the preamble (versions, system data, MTU), the per-QP message at each of
+ * perftest's hand-shakes, {@code write-bw}'s report exchange ({@code xchg_bw_reports}: size,
+ * iterations, peak, average, message rate, each 8 bytes in network order) and the close.
  */
 final class Bandwidth {
     private enum Verb {
@@ -255,117 +257,147 @@ final class Bandwidth {
             return 0;
         }
         settle(out);
-        boolean isServer = server == null;
         try (Resources res = new Resources()) {
             Context ctx = res.add(Common.openDevice(deviceName));
             PortAttributes port = ctx.queryPort(ibPort);
-            int activeMtu = port.activeMtu().bytes();
-            int mtu = mtuAsked == 0 ? activeMtu : mtuAsked;
-            if (mtu > activeMtu) {
-                out.println("Requested mtu is higher than active mtu \nChanging to active mtu - " + port.activeMtu().value());
-                mtu = activeMtu;
-            }
-            if (type == QpType.UD && size > mtu) {
-                if (!all && sizeGiven) {
-                    throw new SampleException("Max message size in UD cannot be greater than MTU (" + mtu + ")");
-                }
-                out.println(" Max msg size in UD is MTU " + mtu + "\n Changing to this MTU");
-                size = mtu;
-            }
-            int maxSize = !all ? size : type == QpType.UD ? mtu : MAX_SIZE;
-            ConnectOptions co = ConnectOptions.port(ibPort).mtu(Common.mtu(mtu));
-            if (gidIndex >= 0) {
-                co.gidIndex(gidIndex);
-            }
-            ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
-            // [0, half): what the client sends; [half, 2 half): where the server's data lands (page-aligned,
-            // with room for UD's GRH in front of the last slot)
-            long half = roundUp(Math.max(CYCLE_BUFFER, inc(maxSize)) + (type == QpType.UD ? CACHE_LINE : 0), 4096);
-            Arena arena = res.add(Arena.ofShared());
-            EnumSet<AccessFlag> access = verb == Verb.WRITE ? EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE)
-                    : EnumSet.of(AccessFlag.LOCAL_WRITE);
-            MemoryRegion mr = res.add(pd.register(arena.allocate(2 * half, 4096), access));
-            boolean receives = verb == Verb.SEND && isServer;
-            CompletionQueue cq = res.add(ctx.createCompletionQueue(receives ? rxDepth : txDepth));
-            QueuePair qp;
-            try {
-                qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, cq).maxSendWr(txDepth)
-                        .maxRecvWr(receives ? rxDepth : 1).maxInlineData(inline)));
-            } catch (VerbsException e) {
-                throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "
-                        + inline + " bytes of inline data): " + e.getMessage());
-            }
-            if (type == QpType.UD) {
-                qp.activateDatagram(co, QKEY);
-            } else {
-                qp.init(co);
-            }
-            RemoteEndpoint me = qp.localEndpoint(co);
+            Mtu localMtu = localMtu(out, port);
             try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
-                printBanner(out, ctx, port, mtu, isServer);
-                PerftestLink.Key peer = link.exchangeKeys(new PerftestLink.Key(me, 1, mr.rkey(), mr.address() + half));
-                AddressHandle ah = null;
-                if (type == QpType.UD) {
-                    AddressVector.GlobalRoute grh = gidIndex >= 0
-                            ? new AddressVector.GlobalRoute(peer.gid(), gidIndex, 1, 0, 0) : null;
-                    ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, peer.lid(), 0, 0, 0, grh)));
-                } else {
-                    qp.connect(peer.endpoint(), co);
-                }
-                printAddress(out, "local", me, mr.rkey(), mr.address() + half);
-                printAddress(out, "remote", peer.endpoint(), peer.rkey(), peer.vaddr());
-                link.barrier('s');   // both are ready to receive: perftest's hand-shake after RTR
-                out.println(LINE);
-                out.println(gbits ? HEADER_GB : HEADER_MB);
-                out.flush();
-                Run run = new Run(qp, cq, mr, half, peer, ah);
-                StringBuilder json = new StringBuilder();
-                Report last = null;
-                String check = null;
-                int first = all ? 1 : 0;
-                int lastExp = all ? Integer.numberOfTrailingZeros(maxSize) : 0;
-                for (int e = first; e <= lastExp; e++) {
-                    int n = all ? 1 << e : size;
-                    if (verb == Verb.SEND) {
-                        if (isServer) {
-                            run.postReceives(n);
-                        }
-                        link.barrier('r');   // the receives are posted
+                link.keysWithGid(gidIndex >= 0);
+                Mtu mtu = link.preamble(localMtu);
+                if (type == QpType.UD && size > mtu.bytes()) {
+                    if (!all && sizeGiven) {
+                        throw new SampleException("Max message size in UD cannot be greater than MTU (" + mtu.bytes() + ")");
                     }
-                    if (!isServer) {
-                        last = run.client(n);
-                    } else if (verb == Verb.SEND) {
-                        last = run.server(n);
-                        check = run.checkLastReceive(n);
-                    }
-                    if (last != null && !(isServer && verb == Verb.WRITE)) {
-                        print(out, json, last);
-                    }
+                    out.println(" Max msg size in UD is MTU " + mtu.bytes() + "\n Changing to this MTU");
+                    size = mtu.bytes();
                 }
-                if (verb == Verb.WRITE && isServer) {
-                    link.untimed();   // the server waits as long as the client measures
-                    link.barrier('e');
-                    last = exchangeReports(link, new Report(0, 0, 0, 0, 0));
-                    print(out, json, last);
-                    check = run.checkWrites(last);
-                    out.println(LINE);
-                } else {
-                    out.println(LINE);
-                    out.flush();
-                    link.untimed();
-                    link.barrier('e');   // done: neither side tears down while the other still works
-                    if (verb == Verb.WRITE) {
-                        exchangeReports(link, last);
-                    }
-                }
-                if (check != null) {
-                    out.println(" data check: " + check);
-                }
-                if (jsonFile != null && !json.isEmpty()) {
-                    writeJson(json);
-                }
+                measureAll(res, ctx, port, link, mtu, out);
             }
             return 0;
+        }
+    }
+
+    /** perftest's set_mtu: the port's active MTU, or {@code -m} when it is not above that. */
+    private Mtu localMtu(PrintStream out, PortAttributes port) {
+        Mtu active = port.activeMtu();
+        if (mtuAsked == 0) {
+            return active;
+        }
+        Mtu asked = Common.mtu(mtuAsked);
+        if (asked.bytes() > active.bytes()) {
+            out.println("Requested mtu is higher than active mtu \nChanging to active mtu - " + active.value());
+            return active;
+        }
+        return asked;
+    }
+
+    /**
+     * Everything after the MTU is agreed, in perftest's order (ctx_init, ctx_print_test_info, the
+     * hand-shakes around ctx_connect, the runs, xchg_bw_reports, ctx_close_connection), so that either
+     * side can be perftest's binary: the hand-shakes are the same in number and place as in
+     * write_bw.c and send_bw.c.
+     */
+    private void measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, PrintStream out) {
+        boolean isServer = server == null;
+        int maxSize = !all ? size : type == QpType.UD ? mtu.bytes() : MAX_SIZE;
+        ConnectOptions co = ConnectOptions.port(ibPort).mtu(mtu);
+        if (gidIndex >= 0) {
+            co.gidIndex(gidIndex);
+        }
+        ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
+        // [0, half): what the client sends; [half, 2 half): where the server's data lands (page-aligned,
+        // with room for UD's GRH in front of the last slot)
+        long half = roundUp(Math.max(CYCLE_BUFFER, inc(maxSize)) + (type == QpType.UD ? CACHE_LINE : 0), 4096);
+        Arena arena = res.add(Arena.ofShared());
+        EnumSet<AccessFlag> access = verb == Verb.WRITE ? EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE)
+                : EnumSet.of(AccessFlag.LOCAL_WRITE);
+        MemoryRegion mr = res.add(pd.register(arena.allocate(2 * half, 4096), access));
+        boolean receives = verb == Verb.SEND && isServer;
+        CompletionQueue cq = res.add(ctx.createCompletionQueue(receives ? rxDepth : txDepth));
+        QueuePair qp;
+        try {
+            qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, cq).maxSendWr(txDepth)
+                    .maxRecvWr(receives ? rxDepth : 1).maxInlineData(inline)));
+        } catch (VerbsException e) {
+            throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "
+                    + inline + " bytes of inline data): " + e.getMessage());
+        }
+        if (type == QpType.UD) {
+            qp.activateDatagram(co, QKEY);
+        } else {
+            qp.init(co);
+        }
+        printBanner(out, ctx, port, mtu.bytes(), isServer);
+        PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
+        PerftestLink.Key peer = link.handShake(me);
+        AddressHandle ah = null;
+        if (type == QpType.UD) {
+            AddressVector.GlobalRoute grh = gidIndex >= 0 ? new AddressVector.GlobalRoute(peer.gid(), gidIndex, 0xff, 0, 0) : null;
+            ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, peer.lid(), 0, 0, 0, grh)));
+        } else {
+            qp.connect(peer.endpoint(), co);
+        }
+        if (verb == Verb.SEND) {
+            link.handShake(me);
+        }
+        printAddress(out, "local", me);
+        peer = link.handShake(me);
+        printAddress(out, "remote", peer);
+        if (verb == Verb.WRITE) {
+            link.handShake(me);   // "an additional handshake is required after moving qp to RTR"
+        }
+        out.println(LINE);
+        out.println(gbits ? HEADER_GB : HEADER_MB);
+        out.flush();
+        Run run = new Run(qp, cq, mr, half, peer, ah);
+        StringBuilder json = new StringBuilder();
+        if (verb == Verb.WRITE && isServer) {
+            // The client writes for as long as it measures; its hand-shake ends the wait (or its death,
+            // which closes the socket).
+            link.untimed();
+            link.handShake(me);
+            Report client = exchangeReports(link, new Report(0, 0, 0, 0, 0));
+            print(out, json, client);
+            link.closeConnection(me);
+            out.println(LINE);
+            out.println(" data check: " + run.checkWrites(client));
+        } else {
+            Report last = null;
+            String check = null;
+            int lastExp = all ? Integer.numberOfTrailingZeros(maxSize) : 0;
+            for (int e = all ? 1 : 0; e <= lastExp; e++) {
+                int n = all ? 1 << e : size;
+                if (verb == Verb.SEND) {
+                    if (isServer) {
+                        run.postReceives(n);
+                    }
+                    link.handShake(me);   // the receives for this size are posted
+                }
+                if (!isServer) {
+                    last = run.client(n);
+                } else {
+                    last = run.server(n);
+                    check = run.checkLastReceive(n);
+                }
+                print(out, json, last);
+                if (verb == Verb.SEND && all) {
+                    link.handShake(me);
+                }
+            }
+            out.println(LINE);
+            out.flush();
+            link.untimed();
+            if (verb == Verb.WRITE) {
+                link.handShake(me);
+                exchangeReports(link, last);
+            }
+            link.closeConnection(me);
+            if (check != null) {
+                out.println(" data check: " + check);
+            }
+        }
+        if (jsonFile != null && !json.isEmpty()) {
+            writeJson(json);
         }
     }
 
@@ -565,14 +597,11 @@ final class Bandwidth {
         String checkLastReceive(int n) {
             int step = type == QpType.UD ? inc(n) + CACHE_LINE : inc(n);
             long at = half + (long) lastSlot * step + (type == QpType.UD ? CACHE_LINE : 0);
-            byte first = mr.segment().get(ValueLayout.JAVA_BYTE, at);
-            int slots = slots(n, inc(n));
-            int k = 0;
-            while (k < slots && pattern(k, 0) != first) {
-                k++;
+            int k = patternSlot(mr.segment(), at, n, slots(n, inc(n)));
+            if (k < 0) {
+                return FOREIGN;
             }
-            String bad = k < slots ? checkSlot(mr.segment(), at, n, k)
-                    : String.format("its first byte 0x%02x starts none of the client's %d slots", first & 0xff, slots);
+            String bad = checkSlot(mr.segment(), at, n, k);
             if (bad != null) {
                 throw new SampleException("data check: the last message (" + n + " bytes) is wrong: " + bad);
             }
@@ -593,6 +622,12 @@ final class Bandwidth {
             int step = inc(n);
             int slots = slots(n, step);
             long deadline = System.nanoTime() + 1_000_000_000L;
+            while (!isZero(mr.segment().asSlice(half, n)) && patternSlot(mr.segment(), half, n, 1) != 0) {
+                if (System.nanoTime() > deadline) {
+                    return FOREIGN;
+                }
+                Thread.onSpinWait();
+            }
             while (true) {
                 String bad = null;
                 int written = 0;
@@ -617,6 +652,26 @@ final class Bandwidth {
                 Thread.onSpinWait();
             }
         }
+    }
+
+    /** What the data check says when the peer's bytes are not this tool's pattern. */
+    private static final String FOREIGN = "skipped: the client's bytes are not this tool's pattern (perftest's own binary sends random bytes)";
+
+    /**
+     * The slot {@code k < slots} whose pattern the first bytes (up to 8) at {@code at} start, or -1:
+     * a client that is not this tool (perftest's binary fills its buffer with random bytes).
+     */
+    private static int patternSlot(MemorySegment buf, long at, int n, int slots) {
+        for (int k = 0; k < slots; k++) {
+            boolean same = true;
+            for (int i = 0; i < Math.min(n, 8) && same; i++) {
+                same = buf.get(ValueLayout.JAVA_BYTE, at + i) == pattern(k, i);
+            }
+            if (same) {
+                return k;
+            }
+        }
+        return -1;
     }
 
     private static boolean isZero(MemorySegment s) {
@@ -751,16 +806,16 @@ final class Bandwidth {
     }
 
     /** ctx_print_pingpong_data: " local address: LID 0000 QPN 0x0011 PSN 0x... [RKey 0x... VAddr 0x...]". */
-    private void printAddress(PrintStream out, String side, RemoteEndpoint e, int rkey, long vaddr) {
-        StringBuilder b = new StringBuilder(" " + side + " address: LID " + Latency.alt(e.lid(), 4) + " QPN "
-                + Latency.alt(e.qpn(), 6) + " PSN " + Latency.alt(e.psn(), 6));
+    private void printAddress(PrintStream out, String side, PerftestLink.Key k) {
+        StringBuilder b = new StringBuilder(" " + side + " address: LID " + Latency.alt(k.lid(), 4) + " QPN "
+                + Latency.alt(k.qpn(), 6) + " PSN " + Latency.alt(k.psn(), 6));
         if (verb == Verb.WRITE) {
-            b.append(" RKey ").append(Latency.alt(rkey, 8)).append(" VAddr ").append(Latency.alt(vaddr, 16));
+            b.append(" RKey ").append(Latency.alt(k.rkey(), 8)).append(" VAddr ").append(Latency.alt(k.vaddr(), 16));
         }
         out.println(b);
         if (gidIndex >= 0) {
             StringBuilder g = new StringBuilder(" GID: ");
-            byte[] raw = e.gid().bytes();
+            byte[] raw = k.gid().bytes();
             for (int i = 0; i < 16; i++) {
                 g.append(i == 0 ? "" : ":").append(String.format("%02d", raw[i] & 0xff));
             }

@@ -33,23 +33,32 @@ import java.util.Locale;
 /**
  * {@code write-lat}, {@code read-lat}, {@code atomic-lat}, {@code send-lat}: perftest's
  * {@code ib_write_lat}, {@code ib_read_lat}, {@code ib_atomic_lat} and {@code ib_send_lat} on one RC
- * (or UC, for writes and sends) queue pair, with
- * perftest's flags that matter, its banner and result table, and its statistics: one sample per
- * iteration, the time between two successive posts (a full round trip), divided by 2 for writes
- * and sends and by 1 for reads and atomics; the top 2 samples dropped; t_typical the median; percentiles at
- * {@code ceil(n * 0.99)} of the sorted samples.
+ * queue pair (UC too for writes and sends, UD for sends), with perftest's flags that matter, its
+ * banner and result table, and its statistics: one sample per iteration, the time between two
+ * successive posts (a full round trip), divided by 2 for writes and sends and by 1 for reads and
+ * atomics; the top 2 samples dropped; t_typical the median; percentiles at {@code ceil(n * 0.99)}
+ * of the sorted samples.
  *
  * <p>{@code write-lat} is a ping-pong of RDMA writes: each side writes {@code -s} bytes into the
  * peer's buffer, whose last byte carries the iteration number, and spins on the last byte of its
  * own receive buffer (an acquire read) until the peer's next write lands. {@code read-lat} and
- * {@code atomic-lat} have the client read from (or fetch-and-add on) the server's buffer and wait
- * for each completion; the server only waits. {@code send-lat} is a ping-pong of sends: both sides
- * keep receives posted, the client sends, the server answers each receive with a send, and the
- * client waits for that answer's receive completion before its next send.
+ * {@code atomic-lat} have the client read from (or fetch-and-add 1 on) the server's buffer and wait
+ * for each completion; the server only waits; atomic-lat checks that each fetch returns the
+ * previous one plus 1. {@code send-lat} is a ping-pong of sends: both sides keep receives posted,
+ * the client sends, the server answers each receive with a send, and the client waits for that
+ * answer's receive completion before its next send; each receive must hold the size sent. Over UD
+ * ({@code -c UD}) the sends go through an address handle made from the peer's LID and GID, with
+ * perftest's Q_Key 0x11111111, every receive has 40 bytes more for the GRH, and a message may not
+ * exceed the MTU: {@code -s} above it is an error, the default size and {@code -a} stop at it.
  *
- * <p>The two sides talk over {@link PerftestLink}: perftest's per-QP message ({@code KEY_PRINT_FMT_GID}: LID, outstanding
- * reads, QPN, PSN, rkey, address, GID, SRQN) over TCP, but not perftest's version and system-data
- * handshakes: the Java tools talk to each other, not to perftest's binaries.
+ * <p>The two sides talk over {@link PerftestLink} exactly as perftest 4.5-0.17 (version "6.06")
+ * does, so either side may be perftest's own binary: the version strings, page and cache line
+ * sizes and MTUs (the smaller MTU wins; the default is the port's active MTU), then perftest's
+ * per-QP message ({@code KEY_PRINT_FMT_GID}: LID, outstanding reads, QPN, PSN, rkey, address, GID,
+ * SRQN) as many times and in the same places as the C tool sends it, a hand-shake before each size
+ * of send-lat, and perftest's close (a last hand-shake and "done"; write-lat has none). The Java
+ * tools have no data path of their own beyond perftest's: a Java side and a C side measure the same
+ * thing.
  */
 final class Latency {
     private enum Verb {
@@ -450,7 +459,7 @@ final class Latency {
         int rcnt = 0;
         int ccnt = 0;
         while (scnt < iters || rcnt < iters) {
-            if (rcnt < iters && !(scnt < 1 && isServer)) {
+            if (rcnt < iters && !(scnt < 1 && !isServer)) {
                 long since = System.nanoTime();
                 int spins = 0;
                 while (rcq.poll(wc) == 0) {

@@ -19,13 +19,15 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
 
 /**
  * The samples on a real device (scripts/with-rdma -- scripts/run-it, IT_MODULES=samples): devinfo
  * against ibv_devinfo, each ping-pong against its C tool both ways (on one device: the C tool is
- * a process, the Java side runs in this JVM), and write-lat Java to Java. Every transfer with -c.
+ * a process, the Java side runs in this JVM), the latency tools Java to Java and against perftest's
+ * own binaries both ways, and a peer that dies mid-run. Every ping-pong transfer with -c.
  */
 class SamplesIT {
     private static String device;
@@ -312,5 +314,297 @@ class SamplesIT {
         assertTrue(missing.err.contains("IB device nosuchdev0 not found"), missing.err);
         Run devinfo = java("devinfo", "-d", "nosuchdev0");
         assertTrue(devinfo.err.contains("wasn't found"), devinfo.err);
+    }
+
+    // ---- the latency tools against perftest's binaries (ib_*_lat), both ways ----
+
+    /**
+     * Where a second CPU is online (the VM has two; this JVM is pinned to the first), a process
+     * started with this prefix runs on the second: two busy-polling sides on one CPU take turns
+     * only at the scheduler's tick.
+     */
+    private static List<String> otherCpu() {
+        try {
+            String online = Files.readString(Path.of("/sys/devices/system/cpu/online")).trim();
+            if (!online.equals("0") && Files.isExecutable(Path.of("/usr/bin/taskset"))) {
+                return List.of("taskset", "-c", "1");
+            }
+        } catch (IOException e) {
+            // one CPU it is
+        }
+        return List.of();
+    }
+
+    /** A command run as a process (a C tool, or this JVM's java with the samples' class path) whose output is collected as it comes. */
+    static final class Child implements AutoCloseable {
+        final Process process;
+        private final StringBuffer output = new StringBuffer();
+        private final Thread reader;
+
+        Child(List<String> command) throws IOException {
+            process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            reader = Thread.ofVirtual().start(() -> {
+                try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(),
+                        StandardCharsets.UTF_8))) {
+                    for (String line; (line = in.readLine()) != null; ) {
+                        output.append(line).append('\n');
+                    }
+                } catch (IOException e) {
+                    output.append(e).append('\n');
+                }
+            });
+        }
+
+        /**
+         * The samples in a JVM of its own: samples/run (which starts faster, from its class data
+         * archive) when this runs from the repository's root, else this JVM's java and class path.
+         */
+        static Child java(String... args) throws IOException {
+            List<String> cmd = new ArrayList<>(otherCpu());
+            if (Files.isExecutable(Path.of("samples/run"))) {
+                cmd.add("samples/run");
+            } else {
+                cmd.addAll(List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
+                        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+                        Main.class.getName()));
+            }
+            cmd.addAll(List.of(args));
+            return new Child(cmd);
+        }
+
+        String output() {
+            return output.toString();
+        }
+
+        /** Waits for the end; returns the exit status with all the output. */
+        Run await(int seconds) throws Exception {
+            return await(seconds, "");
+        }
+
+        /** As {@link #await(int)}; a failure also shows {@code context} (e.g. the peer's output). */
+        Run await(int seconds, String context) throws Exception {
+            String command = String.join(" ", process.info().arguments().map(List::of).orElse(List.of()));
+            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                fail(command + " did not end within " + seconds + " s:\n" + output() + "\n" + context);
+            }
+            reader.join(10_000);
+            return new Run(process.exitValue(), output(), "");
+        }
+
+        @Override
+        public void close() {
+            process.destroyForcibly();
+        }
+    }
+
+    /** The perftest command for {@code java} ("write-lat" → ib_write_lat) with {@code flags}, on the other CPU. */
+    private static List<String> perftest(String tool, List<String> flags, String... more) {
+        List<String> cmd = new ArrayList<>(otherCpu());
+        cmd.addAll(List.of("stdbuf", "-oL"));   // so that a failure shows all it printed
+        cmd.add("ib_" + tool.replace("-", "_"));
+        cmd.add("-F");   // no CPU frequency check (the VM's clock is emulated)
+        cmd.addAll(flags);
+        cmd.addAll(List.of(more));
+        return cmd;
+    }
+
+    private static List<String> latencyFlags(int port, String extra) {
+        List<String> f = new ArrayList<>(List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "200"));
+        if (!extra.isBlank()) {
+            f.addAll(List.of(extra.trim().split("\\s+")));
+        }
+        return f;
+    }
+
+    /** Which sides print a result table: both for write and send; only the client for read and atomic. */
+    private static boolean printsTable(String tool, boolean client) {
+        return client || tool.equals("write-lat") || tool.equals("send-lat");
+    }
+
+    /**
+     * Checks a latency tool's output (Java's or perftest's): the banner's connection type, and,
+     * where that side measures, one header and one row per size, whose figures are ordered.
+     */
+    private static void checkLatencyOutput(String who, String out, String type, boolean table, int... sizes) {
+        assertTrue(out.contains("Connection type : " + type), who + ": " + out);
+        assertTrue(out.lines().anyMatch(l -> l.startsWith(" remote address: LID")), who + ": " + out);
+        long headers = out.lines().filter(l -> l.startsWith(" #bytes #iterations")).count();
+        List<String> rows = out.lines().filter(l -> l.matches("^ \\d+\\s+\\d+\\s+\\d+\\.\\d+\\s+.*")).toList();
+        if (!table) {
+            assertEquals(0, headers, who + " measures nothing, yet printed a table: " + out);
+            return;
+        }
+        assertEquals(1, headers, who + ": " + out);
+        assertEquals(sizes.length, rows.size(), who + ": " + out);
+        for (int i = 0; i < sizes.length; i++) {
+            String[] f = rows.get(i).trim().split("\\s+");
+            assertEquals(9, f.length, who + ": " + rows.get(i));
+            assertEquals(sizes[i], Integer.parseInt(f[0]), who + ": " + rows.get(i));
+            double min = Double.parseDouble(f[2]), max = Double.parseDouble(f[3]), typical = Double.parseDouble(f[4]);
+            double p99 = Double.parseDouble(f[7]), p999 = Double.parseDouble(f[8]);
+            assertTrue(min > 0 && min <= typical && typical <= p99 && p99 <= p999 && p999 <= max,
+                    who + ": figures not ordered: " + rows.get(i));
+        }
+    }
+
+    /** perftest's server, the Java client (in this JVM). */
+    @ParameterizedTest(name = "{0} {1}: ib_* server, Java client")
+    @CsvSource(delimiter = '|', value = {"write-lat|", "read-lat|", "atomic-lat|", "send-lat|", "send-lat|-c UD",
+            "send-lat|-c UC -s 64", "write-lat|-s 4096"})
+    void perftestServerJavaClient(String tool, String extra) throws Exception {
+        extra = extra == null ? "" : extra;
+        int port = nextPort++;
+        List<String> flags = latencyFlags(port, extra);
+        try (Child server = new Child(perftest(tool, flags))) {
+            awaitListening(port);
+            Run client = java(cmd(tool, flags, "--timeout", "120", "127.0.0.1"));
+            Run s = server.await(120, "Java client: " + client.out + client.err);
+            assertEquals(0, client.status, "Java client: " + client.out + client.err);
+            assertEquals(0, s.status, "perftest server: " + s.out);
+            String type = extra.contains("UD") ? "UD" : extra.contains("UC") ? "UC" : "RC";
+            int size = extra.contains("-s") ? Integer.parseInt(extra.replaceAll(".*-s\\s+(\\d+).*", "$1"))
+                    : tool.equals("atomic-lat") ? 8 : 2;
+            checkLatencyOutput("Java client", client.out, type, true, size);
+            checkLatencyOutput("ib_ server", s.out, type, printsTable(tool, false), size);
+        }
+    }
+
+    /** The Java server (in this JVM), perftest's client. */
+    @ParameterizedTest(name = "{0} {1}: Java server, ib_* client")
+    @CsvSource(delimiter = '|', value = {"write-lat|", "read-lat|", "atomic-lat|", "send-lat|", "send-lat|-c UD",
+            "read-lat|-s 4096"})
+    void javaServerPerftestClient(String tool, String extra) throws Exception {
+        extra = extra == null ? "" : extra;
+        int port = nextPort++;
+        List<String> flags = latencyFlags(port, extra);
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd(tool, flags, "--timeout", "120")));
+        awaitListening(port);
+        Run client = c(perftest(tool, flags, "127.0.0.1").toArray(String[]::new));
+        Run s = server.get(300, TimeUnit.SECONDS);
+        assertEquals(0, client.status, "perftest client: " + client.out + client.err);
+        assertEquals(0, s.status, "Java server: " + s.out + s.err);
+        String type = extra.contains("UD") ? "UD" : "RC";
+        int size = extra.contains("-s") ? Integer.parseInt(extra.replaceAll(".*-s\\s+(\\d+).*", "$1"))
+                : tool.equals("atomic-lat") ? 8 : 2;
+        checkLatencyOutput("ib_ client", client.out, type, true, size);
+        checkLatencyOutput("Java server", s.out, type, printsTable(tool, false), size);
+    }
+
+    /** send-lat over UD, Java to Java: every size of -a up to the MTU (and none above), the GRH on each receive. */
+    @Test
+    void sendLatOverUdAllSizes() throws Exception {
+        int port = nextPort++;
+        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "20", "-c", "UD", "-a", "--timeout", "120");
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("send-lat", flags)));
+        awaitListening(port);
+        Run client = java(cmd("send-lat", flags, "127.0.0.1"));
+        Run s = server.get(300, TimeUnit.SECONDS);
+        assertEquals(0, client.status, client.out + client.err);
+        assertEquals(0, s.status, s.out + s.err);
+        int mtu = Integer.parseInt(client.out.replaceAll("(?s).* Mtu +: (\\d+)\\[B].*", "$1"));
+        List<Integer> sizes = new ArrayList<>();
+        for (int n = 2; n <= mtu; n *= 2) {
+            sizes.add(n);
+        }
+        int[] expected = sizes.stream().mapToInt(Integer::intValue).toArray();
+        checkLatencyOutput("client", client.out, "UD", true, expected);
+        checkLatencyOutput("server", s.out, "UD", true, expected);
+    }
+
+    /** A UD message above the MTU is an error on both sides when -s asks for it (perftest's check_mtu). */
+    @Test
+    void sendLatOverUdRefusesSizeAboveMtu() throws Exception {
+        int port = nextPort++;
+        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "20", "-c", "UD", "-s", "8192",
+                "--timeout", "60");
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("send-lat", flags)));
+        awaitListening(port);
+        Run client = java(cmd("send-lat", flags, "127.0.0.1"));
+        Run s = server.get(300, TimeUnit.SECONDS);
+        for (Run r : List.of(client, s)) {
+            assertEquals(1, r.status, r.out + r.err);
+            assertTrue(r.err.contains("Max message size in UD cannot be greater than MTU"), r.err);
+        }
+    }
+
+    // ---- a peer that vanishes ----
+
+    /**
+     * How long the surviving side waits for a silent peer. Short, but not too short for a JVM
+     * that starts cold in the VM's emulated CPU: the same timeout covers the TCP set-up, where
+     * the survivor waits while its peer loads classes between two messages.
+     */
+    private static final int VANISH_TIMEOUT = 8;
+
+    /**
+     * The server (a JVM of its own) is killed while the client measures: the client, with a short
+     * {@code --timeout}, must give up on its own within a bound, saying the peer is gone.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"write-lat", "send-lat"})
+    void serverVanishesMidRun(String tool) throws Exception {
+        int port = nextPort++;
+        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "1000000", "--timeout", "" + VANISH_TIMEOUT);
+        try (Child server = Child.java(cmd(tool, flags))) {
+            awaitListening(port);
+            CompletableFuture<Run> client = CompletableFuture.supplyAsync(() -> java(cmd(tool, flags, "127.0.0.1")));
+            awaitOutput(server, " #bytes #iterations", 120);
+            Thread.sleep(1000);   // measuring now
+            assertTrue(!client.isDone(), "the client ended before the server was killed: " + client.getNow(null));
+            server.process.destroyForcibly();
+            long killed = System.nanoTime();
+            Run r = client.get(120, TimeUnit.SECONDS);
+            double seconds = (System.nanoTime() - killed) / 1e9;
+            assertEquals(1, r.status, r.out + r.err);
+            assertTrue(r.err.contains("the peer is gone"), r.err);
+            assertTrue(seconds < VANISH_TIMEOUT + 45, "the client took " + seconds + " s to give up (--timeout " + VANISH_TIMEOUT + ")");
+        }
+    }
+
+    /** The client (a JVM of its own) is killed mid-run: the write-lat server, spinning on its buffer, gives up after --timeout. */
+    @Test
+    void clientVanishesMidRun() throws Exception {
+        int port = nextPort++;
+        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "1000000", "--timeout", "" + VANISH_TIMEOUT);
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("write-lat", flags)));
+        awaitListening(port);
+        try (Child client = Child.java(cmd("write-lat", flags, "127.0.0.1"))) {
+            awaitOutput(client, " #bytes #iterations", 120);
+            Thread.sleep(1000);
+            assertTrue(!server.isDone(), "the server ended before the client was killed: " + server.getNow(null));
+            client.process.destroyForcibly();
+            long killed = System.nanoTime();
+            Run r = server.get(120, TimeUnit.SECONDS);
+            double seconds = (System.nanoTime() - killed) / 1e9;
+            assertEquals(1, r.status, r.out + r.err);
+            assertTrue(r.err.contains("the peer is gone"), r.err);
+            assertTrue(seconds < VANISH_TIMEOUT + 45, "the server took " + seconds + " s to give up (--timeout " + VANISH_TIMEOUT + ")");
+        }
+    }
+
+    /** A latency tool's client with no server: perftest's "Couldn't connect to" message, status 1, at once. */
+    @Test
+    void latencyRefusedConnection() {
+        for (String tool : List.of("write-lat", "send-lat")) {
+            long start = System.nanoTime();
+            Run r = java(tool, "-d", device, "-x", gid, "-p", "1", "--timeout", "30", "127.0.0.1");
+            assertEquals(1, r.status, r.out + r.err);
+            assertTrue(r.err.contains("Couldn't connect to 127.0.0.1:1"), r.err);
+            assertTrue((System.nanoTime() - start) / 1e9 < 20, "a refused connection took more than 20 s");
+        }
+    }
+
+    private static void awaitOutput(Child child, String text, int seconds) throws Exception {
+        for (int i = 0; i < seconds * 10; i++) {
+            if (child.output().contains(text)) {
+                return;
+            }
+            if (!child.process.isAlive()) {
+                fail("ended before printing \"" + text + "\": " + child.output());
+            }
+            Thread.sleep(100);
+        }
+        fail("no \"" + text + "\" within " + seconds + " s: " + child.output());
     }
 }

@@ -58,7 +58,9 @@ class SamplesTest {
         assertTrue(out.toString().contains("--num-qp"));
         assertEquals(1, Main.run(new String[] {"nope"}, new PrintStream(out), new PrintStream(err)));
         assertEquals(1, Main.run(new String[] {"send-lat", "-c", "XRC"}, new PrintStream(out), new PrintStream(err)));
-        assertTrue(err.toString().contains("is not RC or UC"), err.toString());
+        assertTrue(err.toString().contains("XRC is not RC, UC or UD"), err.toString());
+        assertEquals(1, Main.run(new String[] {"write-bw", "-c", "UD"}, new PrintStream(out), new PrintStream(err)));
+        assertTrue(err.toString().contains("UD connection only possible in SEND verb"), err.toString());
         assertEquals(0, Main.run(new String[] {"send-lat", "--help"}, new PrintStream(out), new PrintStream(err)));
         assertTrue(out.toString().contains("ib_send_lat") && out.toString().contains("default 236"), out.toString());
         assertEquals(1, Main.run(new String[] {"asyncwatch", "--count", "zz"}, new PrintStream(out), new PrintStream(err)));

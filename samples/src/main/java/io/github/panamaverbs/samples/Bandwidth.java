@@ -2,7 +2,6 @@ package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.AccessFlag;
 import io.github.panamaverbs.verbs.AddressHandle;
-import io.github.panamaverbs.verbs.AddressVector;
 import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
@@ -18,15 +17,11 @@ import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.VerbsException;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Locale;
 
@@ -62,19 +57,15 @@ import java.util.Locale;
  * perftest's hand-shakes, {@code write-bw}'s report exchange ({@code xchg_bw_reports}: size,
  * iterations, peak, average, message rate, each 8 bytes in network order) and the close.
  */
-final class Bandwidth {
-    private enum Verb {
-        WRITE("write-bw", "ib_write_bw", "RDMA_Write", 5000),
-        SEND("send-bw", "ib_send_bw", "Send", 1000);
+final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
+    /** The tools: {@code write-bw} (ib_write_bw) and {@code send-bw}; their title and default iterations. */
+    enum Verb {
+        WRITE("RDMA_Write", 5000), SEND("Send", 1000);
 
-        final String tool;
-        final String cName;
         final String title;
         final int defaultIters;
 
-        Verb(String tool, String cName, String title, int defaultIters) {
-            this.tool = tool;
-            this.cName = cName;
+        Verb(String title, int defaultIters) {
             this.title = title;
             this.defaultIters = defaultIters;
         }
@@ -84,15 +75,10 @@ final class Bandwidth {
     record Report(long size, long iters, double peak, double average, double msgRate) {
     }
 
-    private static final String LINE = "---------------------------------------------------------------------------------------";
     private static final String HEADER_MB = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
     private static final String HEADER_GB = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
-    private static final int MAX_SIZE = 1 << 23;
     private static final int CYCLE_BUFFER = 4096;
     private static final int CACHE_LINE = 64;
-    /** The GRH in front of every UD receive. */
-    private static final int UD_ADDITION = 40;
-    private static final int QKEY = 0x11111111;
     /** perftest's CTX_POLL_BATCH. */
     private static final int POLL_BATCH = 16;
     /** perftest's MSG_SIZE_CQ_MOD_LIMIT: above it, CQ moderation is off unless asked for. */
@@ -102,49 +88,21 @@ final class Bandwidth {
     /** Above this many iterations perftest computes no peak. */
     private static final int PEAK_ITERS_LIMIT = 20000;
 
-    static int write(String[] args, PrintStream out) {
-        return new Bandwidth(Verb.WRITE).run(args, out);
-    }
-
-    static int send(String[] args, PrintStream out) {
-        return new Bandwidth(Verb.SEND).run(args, out);
-    }
-
-    private final Verb verb;
-    private String server;
-    private int tcpPort;
-    private String deviceName;
-    private int ibPort;
-    private int gidIndex;
-    private int size;
-    private boolean sizeGiven;
-    private boolean all;
-    private int iters;
     private int txDepth;
     private int rxDepth;
     private int cqMod;
     private boolean cqModAsked;
     private int postList;
-    private int inline;
     private boolean noPeak;
     private boolean gbits;
-    private QpType type;
-    private String jsonFile;
-    private Duration timeout;
-    private int mtuAsked;
 
-    private Bandwidth(Verb verb) {
-        this.verb = verb;
+    Bandwidth(Verb verb) {
+        super(verb, "-bw");
     }
 
-    private boolean parse(String[] args, PrintStream out) {
-        Options o = new Options("Usage:\n  samples/run " + verb.tool + " [options]          start a server and wait for connection\n"
-                + "  samples/run " + verb.tool + " [options] <host>   connect to server at <host>\nAs perftest's " + verb.cName + ".")
-                .value('p', "port", "port", "listen on/connect to port <port> (default 18515)")
-                .value('d', "ib-dev", "dev", "use IB device <dev> (default first device found)")
-                .value('i', "ib-port", "port", "use port <port> of IB device (default 1)")
-                .value('x', "gid-index", "index", "GID index (needed on RoCE)")
-                .value('m', "mtu", "mtu", "path MTU: 256 - 4096 (default port MTU)")
+    @Override
+    boolean parse(String[] args, PrintStream out) {
+        Options o = options("path MTU: 256 - 4096 (default port MTU)")
                 .value('c', "connection", "type", "connection type " + (verb == Verb.SEND ? "RC, UC or UD" : "RC or UC") + " (default RC)")
                 .value('s', "size", "size", "size of message to exchange (default 65536; at most the MTU on UD)")
                 .flag('a', "all", "run sizes from 2 till 2^23 (till the MTU on UD)")
@@ -157,42 +115,12 @@ final class Bandwidth {
                 .value('l', "post_list", "size", "post lists of <size> send work requests (instead of single posts)")
                 .value('I', "inline_size", "size", "max size of message to be sent inline (default 0)")
                 .flag('N', "noPeak", "cancel the peak bandwidth calculation (default with peak up to iters=20000)")
-                .flag('\0', "report_gbits", "report bandwidth in Gb/s instead of MB/s")
-                .value('\0', "out_json_file", "file", "write the results as JSON to <file>")
-                .flag('\0', "out_json", "write the results as JSON (to perftest_out.json unless --out_json_file)")
-                .value('\0', "timeout", "seconds", "give up when the peer is silent this long (default 20)");
-        if (!o.parse(args, out)) {
+                .flag('\0', "report_gbits", "report bandwidth in Gb/s instead of MB/s");
+        if (!parseCommon(lastOptions(o), args, out, 65536, verb.defaultIters)) {
             return false;
         }
-        if (o.positional().size() > 1) {
-            throw new Options.UsageException("one server name at most, not " + o.positional());
-        }
-        server = o.positional().isEmpty() ? null : o.positional().getFirst();
-        tcpPort = o.integer("port", 18515, 1, 65535);
-        deviceName = o.string("ib-dev", null);
-        ibPort = o.integer("ib-port", 1, 1, 255);
-        gidIndex = o.integer("gid-index", -1, -1, 255);
-        mtuAsked = o.integer("mtu", 0, 0, 1 << 20);
-        if (mtuAsked != 0) {
-            Common.mtu(mtuAsked);   // a usage error now for a value that is no MTU
-        }
-        String c = o.string("connection", "RC").toUpperCase(Locale.ROOT);
-        type = switch (c) {
-            case "RC" -> QpType.RC;
-            case "UC" -> QpType.UC;
-            case "UD" -> {
-                if (verb != Verb.SEND) {
-                    throw new Options.UsageException("--connection: UD connection only possible in SEND verb");
-                }
-                yield QpType.UD;
-            }
-            default -> throw new Options.UsageException("--connection: " + c + " is not "
-                    + (verb == Verb.SEND ? "RC, UC or UD" : "RC or UC"));
-        };
-        all = o.has("all");
-        size = o.integer("size", 65536, 1, MAX_SIZE);
-        sizeGiven = o.has("size");
-        iters = o.integer("iters", verb.defaultIters, 5, 100_000_000);
+        type = connection(o, verb == Verb.SEND, "UD connection only possible in SEND verb",
+                verb == Verb.SEND ? "RC, UC or UD" : "RC or UC");
         txDepth = o.integer("tx-depth", 128, 1, 1 << 16);
         rxDepth = o.integer("rx-depth", 512, 1, 1 << 16);
         cqModAsked = o.has("cq-mod");
@@ -201,13 +129,12 @@ final class Bandwidth {
         inline = o.integer("inline_size", 0, 0, 4096);
         noPeak = o.has("noPeak");
         gbits = o.has("report_gbits");
-        jsonFile = o.has("out_json") || o.has("out_json_file") ? o.string("out_json_file", "perftest_out.json") : null;
-        timeout = Duration.ofSeconds(o.integer("timeout", 20, 1, 86_400));
         return true;
     }
 
     /** perftest's force_dependecies, as far as these flags go; prints what perftest prints. */
-    private void settle(PrintStream out) {
+    @Override
+    void settle(PrintStream out) {
         if (txDepth > iters) {
             txDepth = iters;
         }
@@ -252,58 +179,17 @@ final class Bandwidth {
         }
     }
 
-    private int run(String[] args, PrintStream out) {
-        if (!parse(args, out)) {
-            return 0;
-        }
-        settle(out);
-        try (Resources res = new Resources()) {
-            Context ctx = res.add(Common.openDevice(deviceName));
-            PortAttributes port = ctx.queryPort(ibPort);
-            Mtu localMtu = localMtu(out, port);
-            try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
-                link.keysWithGid(gidIndex >= 0);
-                Mtu mtu = link.preamble(localMtu);
-                if (type == QpType.UD && size > mtu.bytes()) {
-                    if (!all && sizeGiven) {
-                        throw new SampleException("Max message size in UD cannot be greater than MTU (" + mtu.bytes() + ")");
-                    }
-                    out.println(" Max msg size in UD is MTU " + mtu.bytes() + "\n Changing to this MTU");
-                    size = mtu.bytes();
-                }
-                measureAll(res, ctx, port, link, mtu, out);
-            }
-            return 0;
-        }
-    }
-
-    /** perftest's set_mtu: the port's active MTU, or {@code -m} when it is not above that. */
-    private Mtu localMtu(PrintStream out, PortAttributes port) {
-        Mtu active = port.activeMtu();
-        if (mtuAsked == 0) {
-            return active;
-        }
-        Mtu asked = Common.mtu(mtuAsked);
-        if (asked.bytes() > active.bytes()) {
-            out.println("Requested mtu is higher than active mtu \nChanging to active mtu - " + active.value());
-            return active;
-        }
-        return asked;
-    }
-
     /**
      * Everything after the MTU is agreed, in perftest's order (ctx_init, ctx_print_test_info, the
      * hand-shakes around ctx_connect, the runs, xchg_bw_reports, ctx_close_connection), so that either
      * side can be perftest's binary: the hand-shakes are the same in number and place as in
      * write_bw.c and send_bw.c.
      */
-    private void measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, PrintStream out) {
+    @Override
+    int measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, PrintStream out) {
         boolean isServer = server == null;
-        int maxSize = !all ? size : type == QpType.UD ? mtu.bytes() : MAX_SIZE;
-        ConnectOptions co = ConnectOptions.port(ibPort).mtu(mtu);
-        if (gidIndex >= 0) {
-            co.gidIndex(gidIndex);
-        }
+        int maxSize = maxSize(mtu);
+        ConnectOptions co = connectOptions(mtu);
         ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
         // [0, half): what the client sends; [half, 2 half): where the server's data lands (page-aligned,
         // with room for UD's GRH in front of the last slot)
@@ -322,21 +208,11 @@ final class Bandwidth {
             throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "
                     + inline + " bytes of inline data): " + e.getMessage());
         }
-        if (type == QpType.UD) {
-            qp.activateDatagram(co, QKEY);
-        } else {
-            qp.init(co);
-        }
-        printBanner(out, ctx, port, mtu.bytes(), isServer);
+        activate(qp, co);
+        printBanner(out, ctx, port, mtu, isServer);
         PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
         PerftestLink.Key peer = link.handShake(me);
-        AddressHandle ah = null;
-        if (type == QpType.UD) {
-            AddressVector.GlobalRoute grh = gidIndex >= 0 ? new AddressVector.GlobalRoute(peer.gid(), gidIndex, 0xff, 0, 0) : null;
-            ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, peer.lid(), 0, 0, 0, grh)));
-        } else {
-            qp.connect(peer.endpoint(), co);
-        }
+        AddressHandle ah = connect(res, pd, qp, co, peer);
         if (verb == Verb.SEND) {
             link.handShake(me);
         }
@@ -396,9 +272,8 @@ final class Bandwidth {
                 out.println(" data check: " + check);
             }
         }
-        if (jsonFile != null && !json.isEmpty()) {
-            writeJson(json);
-        }
+        writeJson(verb.title + (postList > 1 ? " Post List" : "") + " BW", json);
+        return 0;
     }
 
     /** perftest's INC: a message's step in the cycle buffer, whole cache lines. */
@@ -447,7 +322,7 @@ final class Bandwidth {
             } else {
                 wr.opcode(SendOpcode.SEND);
                 if (ah != null) {
-                    wr.datagram(ah, peer.qpn(), QKEY);
+                    wr.datagram(ah, peer.qpn(), Common.QKEY);
                 }
             }
             return wr;
@@ -535,11 +410,11 @@ final class Bandwidth {
 
         /** perftest's ctx_set_recv_wqes: posts rx depth receives. */
         void postReceives(int n) {
-            int len = type == QpType.UD ? n + UD_ADDITION : n;
+            int len = type == QpType.UD ? n + Common.GRH_BYTES : n;
             int step = type == QpType.UD ? inc(n) + CACHE_LINE : inc(n);
             int slots = Math.min(slots(n, step), iters);
             // UD: the GRH lands in the 40 bytes before a cache line, the data on it
-            int lead = type == QpType.UD ? CACHE_LINE - UD_ADDITION : 0;
+            int lead = type == QpType.UD ? CACHE_LINE - Common.GRH_BYTES : 0;
             recvs = new ReceiveRequest[slots];
             for (int k = 0; k < slots; k++) {
                 recvs[k] = new ReceiveRequest(1).id(k).sge(mr, half + (long) k * step + lead, len);
@@ -552,7 +427,7 @@ final class Bandwidth {
 
         /** perftest's run_iter_bw_server: from the first receive to the last, no peak. */
         Report server(int n) {
-            int expected = type == QpType.UD ? n + UD_ADDITION : n;
+            int expected = type == QpType.UD ? n + Common.GRH_BYTES : n;
             long timeoutNanos = timeout.toNanos();
             long rcnt = 0;
             long start = 0;
@@ -756,29 +631,9 @@ final class Bandwidth {
         return new Report(size, iters, peak, avg, rate);
     }
 
-    private void writeJson(StringBuilder results) {
-        String text = "{\n\"test\": \"" + verb.title + (postList > 1 ? " Post List" : "") + " BW\",\n\"results\": [\n"
-                + results + "\n]\n}\n";
-        try {
-            Files.writeString(Path.of(jsonFile), text);
-        } catch (IOException e) {
-            throw new SampleException("couldn't write " + jsonFile + ": " + e.getMessage());
-        }
-    }
-
     /** ctx_print_test_info for these tests. */
-    private void printBanner(PrintStream out, Context ctx, PortAttributes port, int mtu, boolean isServer) {
-        out.println(LINE);
-        out.println("                    " + verb.title + " " + (postList > 1 ? "Post List " : "") + "BW Test");
-        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.device().name());
-        out.printf(" Number of qps   : 1\t\tTransport type : %s%n", switch (ctx.device().transport()) {
-            case IB -> "IB";
-            case IWARP -> "IW";
-            default -> "Unknown";
-        });
-        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", type);
-        out.println(" PCIe relax order: OFF");
-        out.println(" ibv_wr* API     : OFF");
+    private void printBanner(PrintStream out, Context ctx, PortAttributes port, Mtu mtu, boolean isServer) {
+        printBannerHead(out, ctx, verb.title + " " + (postList > 1 ? "Post List " : "") + "BW Test");
         if (!isServer) {
             out.println(" TX depth        : " + txDepth);
         }
@@ -789,37 +644,13 @@ final class Bandwidth {
             out.println(" RX depth        : " + rxDepth);
         }
         out.println(" CQ Moderation   : " + cqMod);
-        out.printf(" Mtu             : %d[B]%n", mtu);
-        out.printf(" Link type       : %s%n", switch (port.linkLayer()) {
-            case ETHERNET -> "Ethernet";
-            case INFINIBAND -> "IB";
-            default -> "Unknown";
-        });
-        if (gidIndex >= 0) {
-            out.printf(" GID index       : %d%n", gidIndex);
-        }
+        printBannerLink(out, port, mtu);
         out.printf(" Max inline data : %d[B]%n", inline);
-        out.println(" rdma_cm QPs\t : OFF");
-        out.println(" Data ex. method : Ethernet");
-        out.println(LINE);
-        out.flush();
+        printBannerTail(out);
     }
 
-    /** ctx_print_pingpong_data: " local address: LID 0000 QPN 0x0011 PSN 0x... [RKey 0x... VAddr 0x...]". */
+    /** ctx_print_pingpong_data: RKey and VAddr for write-bw. */
     private void printAddress(PrintStream out, String side, PerftestLink.Key k) {
-        StringBuilder b = new StringBuilder(" " + side + " address: LID " + Latency.alt(k.lid(), 4) + " QPN "
-                + Latency.alt(k.qpn(), 6) + " PSN " + Latency.alt(k.psn(), 6));
-        if (verb == Verb.WRITE) {
-            b.append(" RKey ").append(Latency.alt(k.rkey(), 8)).append(" VAddr ").append(Latency.alt(k.vaddr(), 16));
-        }
-        out.println(b);
-        if (gidIndex >= 0) {
-            StringBuilder g = new StringBuilder(" GID: ");
-            byte[] raw = k.gid().bytes();
-            for (int i = 0; i < 16; i++) {
-                g.append(i == 0 ? "" : ":").append(String.format("%02d", raw[i] & 0xff));
-            }
-            out.println(g);
-        }
+        printAddress(out, side, k, false, verb == Verb.WRITE);
     }
 }

@@ -6,8 +6,13 @@ import io.github.panamaverbs.verbs.Mtu;
 import java.util.List;
 import java.util.stream.Collectors;
 
-/** What several tools share: picking the device, reading an MTU. */
+/** What several tools share: picking the device, reading an MTU, the UD constants. */
 final class Common {
+    /** The Q_Key both sides of a UD test use: the C ping-pongs' and perftest's (DEF_QKEY). */
+    static final int QKEY = 0x11111111;
+    /** The bytes in front of every UD receive: the GRH, present or not (perftest's UD_ADDITION). */
+    static final int GRH_BYTES = 40;
+
     private Common() {
     }
 

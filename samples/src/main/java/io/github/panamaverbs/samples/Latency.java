@@ -2,7 +2,6 @@ package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.AccessFlag;
 import io.github.panamaverbs.verbs.AddressHandle;
-import io.github.panamaverbs.verbs.AddressVector;
 import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
@@ -18,14 +17,11 @@ import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.VerbsException;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
-import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.Locale;
@@ -60,90 +56,39 @@ import java.util.Locale;
  * tools have no data path of their own beyond perftest's: a Java side and a C side measure the same
  * thing.
  */
-final class Latency {
-    private enum Verb {
-        WRITE("write-lat", "ib_write_lat", "RDMA_Write", 2, 2),
-        READ("read-lat", "ib_read_lat", "RDMA_Read", 1, 2),
-        ATOMIC("atomic-lat", "ib_atomic_lat", "Atomic", 1, 8),
-        SEND("send-lat", "ib_send_lat", "Send", 2, 2);
+final class Latency extends PerftestTool<Latency.Verb> {
+    /** The tools: {@code write-lat} (ib_write_lat) and so on; their title; the RTT divisor; the default size. */
+    enum Verb {
+        WRITE("RDMA_Write", 2, 2), READ("RDMA_Read", 1, 2), ATOMIC("Atomic", 1, 8), SEND("Send", 2, 2);
 
-        final String tool;
-        final String cName;
         final String title;
         final int rttFactor;
         final int defaultSize;
 
-        Verb(String tool, String cName, String title, int rttFactor, int defaultSize) {
-            this.tool = tool;
-            this.cName = cName;
+        Verb(String title, int rttFactor, int defaultSize) {
             this.title = title;
             this.rttFactor = rttFactor;
             this.defaultSize = defaultSize;
         }
     }
 
-    private static final String LINE = "---------------------------------------------------------------------------------------";
     private static final int LAT_MEASURE_TAIL = 2;
-    private static final int MAX_SIZE = 1 << 23;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
-
-    static int write(String[] args, PrintStream out) {
-        return new Latency(Verb.WRITE).run(args, out);
-    }
-
-    static int read(String[] args, PrintStream out) {
-        return new Latency(Verb.READ).run(args, out);
-    }
-
-    static int atomic(String[] args, PrintStream out) {
-        return new Latency(Verb.ATOMIC).run(args, out);
-    }
-
-    static int send(String[] args, PrintStream out) {
-        return new Latency(Verb.SEND).run(args, out);
-    }
 
     /** Receives each side of send-lat keeps posted (each completion posts one again). */
     private static final int RX_DEPTH = 16;
-    /** perftest's DEF_QKEY, which both sides of a UD test use. */
-    private static final int QKEY = 0x11111111;
-    /** The GRH in front of every UD receive (perftest's UD_ADDITION). */
-    private static final int GRH_BYTES = 40;
     /** Outstanding reads and atomics each way, for read-lat and atomic-lat. */
     private static final int READ_DEPTH = 16;
     /** perftest's ATOMIC_ADD_VALUE. */
     private static final long ATOMIC_ADD = 1;
 
-    private final Verb verb;
-    private String server;
-    private int tcpPort;
-    private String deviceName;
-    private int ibPort;
-    private int gidIndex;
-    private int size;
-    private boolean sizeGiven;
-    private boolean all;
-    private int iters;
-    private int inline;
-    private QpType type;
-    private String jsonFile;
-    private Duration timeout;
-    private ConnectOptions connectOptions;
-    private int mtuBytes;
-    private PrintStream out;
-
-    private Latency(Verb verb) {
-        this.verb = verb;
+    Latency(Verb verb) {
+        super(verb, "-lat");
     }
 
-    private boolean parse(String[] args, PrintStream out) {
-        Options o = new Options("Usage:\n  samples/run " + verb.tool + " [options]          start a server and wait for connection\n"
-                + "  samples/run " + verb.tool + " [options] <host>   connect to server at <host>\nAs perftest's " + verb.cName + ".")
-                .value('p', "port", "port", "listen on/connect to port <port> (default 18515)")
-                .value('d', "ib-dev", "dev", "use IB device <dev> (default first device found)")
-                .value('i', "ib-port", "port", "use port <port> of IB device (default 1)")
-                .value('x', "gid-index", "index", "GID index (needed on RoCE)")
-                .value('m', "mtu", "mtu", "path MTU (default: the port's active MTU; the smaller of both sides' is used)")
+    @Override
+    boolean parse(String[] args, PrintStream out) {
+        Options o = options("path MTU (default: the port's active MTU; the smaller of both sides' is used)")
                 .value('s', "size", "size", "size of message to exchange (default " + verb.defaultSize + ")")
                 .flag('a', "all", "run sizes from 2 till 2^23")
                 .value('n', "iters", "iters", "number of exchanges (at least 5, default 1000)");
@@ -153,54 +98,17 @@ final class Latency {
                     .value('c', "connection", "type", verb == Verb.SEND ? "connection type RC, UC or UD (default RC)"
                             : "connection type RC or UC (default RC)");
         }
-        o.value('\0', "out_json_file", "file", "write the results as JSON to <file>")
-                .flag('\0', "out_json", "write the results as JSON (to perftest_out.json unless --out_json_file)")
-                .value('\0', "timeout", "seconds", "give up when the peer is silent this long (default 20)");
-        if (!o.parse(args, out)) {
+        if (!parseCommon(lastOptions(o), args, out, verb.defaultSize, 1000)) {
             return false;
         }
-        if (o.positional().size() > 1) {
-            throw new Options.UsageException("one server name at most, not " + o.positional());
-        }
-        server = o.positional().isEmpty() ? null : o.positional().getFirst();
-        tcpPort = o.integer("port", 18515, 1, 65535);
-        deviceName = o.string("ib-dev", null);
-        ibPort = o.integer("ib-port", 1, 1, 255);
-        gidIndex = o.integer("gid-index", -1, -1, 255);
-        all = o.has("all");
-        size = o.integer("size", verb.defaultSize, 1, MAX_SIZE);
-        sizeGiven = o.has("size");
         if (verb == Verb.ATOMIC && size != 8) {
             throw new Options.UsageException("atomic operations are 8 bytes: --size must be 8");
         }
         if (verb == Verb.ATOMIC && all) {
             throw new Options.UsageException("--all is not available for atomics");
         }
-        iters = o.integer("iters", 1000, 5, 100_000_000);
-        String c = o.string("connection", "RC").toUpperCase(Locale.ROOT);
-        type = switch (c) {
-            case "RC" -> QpType.RC;
-            case "UC" -> QpType.UC;
-            case "UD" -> {
-                if (verb != Verb.SEND) {
-                    throw new Options.UsageException("--connection: UD is for send-lat only");
-                }
-                yield QpType.UD;
-            }
-            default -> throw new Options.UsageException("--connection: " + c + " is not RC, UC or UD");
-        };
+        type = connection(o, verb == Verb.SEND, "UD is for send-lat only", "RC, UC or UD");
         inline = o.integer("inline_size", defaultInline(), 0, type == QpType.UD ? MAX_INLINE_UD : 4096);
-        jsonFile = o.has("out_json") || o.has("out_json_file") ? o.string("out_json_file", "perftest_out.json") : null;
-        timeout = Duration.ofSeconds(o.integer("timeout", 20, 1, 86_400));
-        mtuBytes = o.integer("mtu", 0, 0, 1 << 20);
-        if (mtuBytes != 0) {
-            Common.mtu(mtuBytes);   // a usage error before anything opens
-        }
-        connectOptions = ConnectOptions.port(ibPort)
-                .readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
-        if (gidIndex >= 0) {
-            connectOptions.gidIndex(gidIndex);
-        }
         return true;
     }
 
@@ -216,68 +124,26 @@ final class Latency {
         };
     }
 
-    private int run(String[] args, PrintStream out) {
-        if (!parse(args, out)) {
-            return 0;
-        }
-        this.out = out;
-        try (Resources res = new Resources()) {
-            Context ctx = res.add(Common.openDevice(deviceName));
-            PortAttributes port = ctx.queryPort(ibPort);
-            Mtu localMtu = localMtu(out, port);
-            try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
-                link.keysWithGid(gidIndex >= 0);
-                Mtu mtu = link.preamble(localMtu);
-                connectOptions.mtu(mtu);
-                int maxSize = all ? MAX_SIZE : size;
-                int lastExponent = 23;
-                if (type == QpType.UD) {
-                    if (size > mtu.bytes()) {
-                        if (!all && sizeGiven) {
-                            throw new SampleException("Max message size in UD cannot be greater than MTU (" + mtu.bytes() + ")");
-                        }
-                        out.println(" Max msg size in UD is MTU " + mtu.bytes() + "\n Changing to this MTU");
-                        size = mtu.bytes();
-                    }
-                    maxSize = all ? mtu.bytes() : size;
-                    lastExponent = Integer.numberOfTrailingZeros(mtu.bytes());
-                }
-                return measureAll(res, ctx, port, link, mtu, maxSize, lastExponent);
-            }
-        }
-    }
-
-    /** perftest's set_mtu: the port's active MTU, or {@code -m} when it is not above that. */
-    private Mtu localMtu(PrintStream out, PortAttributes port) {
-        Mtu active = port.activeMtu();
-        if (mtuBytes == 0) {
-            return active;
-        }
-        Mtu asked = Common.mtu(mtuBytes);
-        if (asked.bytes() > active.bytes()) {
-            out.println("Requested mtu is higher than active mtu \nChanging to active mtu - " + active.value());
-            return active;
-        }
-        return asked;
-    }
-
     /**
      * Everything after the MTU is agreed, in perftest's order (ctx_init, set_up_connection, the
      * hand-shakes around ctx_connect, the runs, ctx_close_connection), so that either side can be
      * perftest's binary: the hand-shakes are the same in number and place as in perftest's
      * write_lat.c, read_lat.c, atomic_lat.c and send_lat.c.
      */
-    private int measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, int maxSize,
-            int lastExponent) {
+    @Override
+    int measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, PrintStream out) {
+        ConnectOptions co = connectOptions(mtu).readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
+        int maxSize = maxSize(mtu);
+        int lastExponent = type == QpType.UD ? Integer.numberOfTrailingZeros(mtu.bytes()) : 23;
         ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
         EnumSet<AccessFlag> access = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         if (verb == Verb.ATOMIC) {
             access.add(AccessFlag.REMOTE_ATOMIC);
         }
-        int grh = type == QpType.UD ? GRH_BYTES : 0;
+        int grh = type == QpType.UD ? Common.GRH_BYTES : 0;
         // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer
         // writes, or (send-lat) where receives land, after the GRH on UD.
-        MemoryRegion mr = res.add(pd.register(res.add(new ArenaCloser()).arena.allocate(2L * maxSize + grh, 4096), access));
+        MemoryRegion mr = res.add(pd.register(res.add(Arena.ofShared()).allocate(2L * maxSize + grh, 4096), access));
         CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
         CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
         QueuePair qp;
@@ -288,11 +154,7 @@ final class Latency {
             throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
                     + e.getMessage());
         }
-        if (type == QpType.UD) {
-            qp.activateDatagram(connectOptions, QKEY);
-        } else {
-            qp.init(connectOptions);
-        }
+        activate(qp, co);
         ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, maxSize, maxSize + grh);
         if (verb == Verb.SEND) {
             for (int i = 0; i < RX_DEPTH; i++) {
@@ -301,20 +163,16 @@ final class Latency {
         }
         printBanner(out, ctx, port, mtu);
         int outReads = verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 1;
-        PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(connectOptions), outReads, mr.rkey(),
+        PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), outReads, mr.rkey(),
                 mr.address() + maxSize);
         PerftestLink.Key p = link.handShake(me);
         if (verb != Verb.SEND) {
             p = link.handShake(me);   // perftest: once for all QPs, then once per QP
         }
         SendRequest udSend = null;
-        if (type == QpType.UD) {
-            AddressVector.GlobalRoute route = gidIndex >= 0
-                    ? new AddressVector.GlobalRoute(p.gid(), gidIndex, 0xff, 0, 0) : null;
-            AddressHandle ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, p.lid(), 0, 0, 0, route)));
-            udSend = new SendRequest(1).datagram(ah, p.qpn(), QKEY);
-        } else {
-            qp.connect(p.endpoint(), connectOptions);
+        AddressHandle ah = connect(res, pd, qp, co, p);
+        if (ah != null) {
+            udSend = new SendRequest(1).datagram(ah, p.qpn(), Common.QKEY);
         }
         if (verb == Verb.SEND) {
             link.handShake(me);
@@ -356,9 +214,7 @@ final class Latency {
         if (verb != Verb.WRITE) {
             link.closeConnection(me);   // write_lat has none: each side's last write was acknowledged
         }
-        if (jsonFile != null && !json.isEmpty()) {
-            writeJson(json);
-        }
+        writeJson(verb.title + " Latency", json);
         return 0;
     }
 
@@ -449,7 +305,7 @@ final class Latency {
             SendRequest ud, MemoryRegion mr, int n) {
         SendRequest wr = (ud != null ? ud : new SendRequest(1)).id(1).signaled(true).opcode(SendOpcode.SEND)
                 .sge(mr, 0, n).inline(n <= inline);
-        int expectBytes = n + (ud != null ? GRH_BYTES : 0);
+        int expectBytes = n + (ud != null ? Common.GRH_BYTES : 0);
         WorkCompletions wc = new WorkCompletions(1);
         WorkCompletions swc = new WorkCompletions(8);
         long[] posted = new long[iters];
@@ -572,91 +428,25 @@ final class Latency {
         }
     }
 
-    private void writeJson(StringBuilder results) {
-        String text = "{\n\"test\": \"" + verb.title + " Latency\",\n\"results\": [\n" + results + "\n]\n}\n";
-        try {
-            Files.writeString(Path.of(jsonFile), text);
-        } catch (IOException e) {
-            throw new SampleException("couldn't write " + jsonFile + ": " + e.getMessage());
-        }
-    }
-
     private void printBanner(PrintStream out, Context ctx, PortAttributes port, Mtu mtu) {
-        out.println(LINE);
-        out.println("                    " + verb.title + " Latency Test");
-        out.printf(" Dual-port       : OFF\t\tDevice         : %s%n", ctx.device().name());
-        out.printf(" Number of qps   : 1\t\tTransport type : %s%n", switch (ctx.device().transport()) {
-            case IB -> "IB";
-            case IWARP -> "IW";
-            default -> "Unknown";
-        });
-        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", type);
-        out.println(" PCIe relax order: OFF");
-        out.println(" ibv_wr* API     : OFF");
+        printBannerHead(out, ctx, verb.title + " Latency Test");
         if (server != null) {
             out.println(" TX depth        : 1");
         }
         if (verb == Verb.SEND && server == null) {
             out.println(" RX depth        : " + RX_DEPTH);
         }
-        out.printf(" Mtu             : %d[B]%n", mtu.bytes());
-        out.printf(" Link type       : %s%n", switch (port.linkLayer()) {
-            case ETHERNET -> "Ethernet";
-            case INFINIBAND -> "IB";
-            default -> "Unknown";
-        });
-        if (gidIndex >= 0) {
-            out.printf(" GID index       : %d%n", gidIndex);
-        }
+        printBannerLink(out, port, mtu);
         if (verb == Verb.WRITE || verb == Verb.SEND) {
             out.printf(" Max inline data : %d[B]%n", inline);
         } else {
             out.println(" Outstand reads  : " + READ_DEPTH);
         }
-        out.println(" rdma_cm QPs\t : OFF");
-        out.println(" Data ex. method : Ethernet");
-        out.println(LINE);
-        out.flush();
+        printBannerTail(out);
     }
 
-
-    /** ctx_print_pingpong_data: " local address: LID 0000 QPN 0x0011 PSN 0x... RKey 0x... VAddr 0x...". */
-    private void printAddress(PrintStream out, String side, PerftestLink.Key e) {
-        StringBuilder b = new StringBuilder(" " + side + " address: LID " + alt(e.lid(), 4) + " QPN " + alt(e.qpn(), 6)
-                + " PSN " + alt(e.psn(), 6));
-        if (verb == Verb.READ) {
-            b.append(" OUT ").append(alt(e.outReads(), 4));
-        }
-        if (verb != Verb.ATOMIC && verb != Verb.SEND) {
-            b.append(" RKey ").append(alt(e.rkey(), 8)).append(" VAddr ").append(alt(e.vaddr(), 16));
-        }
-        out.println(b);
-        if (gidIndex >= 0) {
-            StringBuilder g = new StringBuilder(" GID: ");
-            byte[] raw = e.gid().bytes();
-            for (int i = 0; i < 16; i++) {
-                g.append(i == 0 ? "" : ":").append(String.format("%02d", raw[i] & 0xff));
-            }
-            out.println(g);
-        }
-    }
-
-    /** C's {@code %#0Nx}: "0x" and zero padding to N characters in all, or just zeros for 0. */
-    static String alt(long v, int width) {
-        if (v == 0) {
-            return "0".repeat(width);
-        }
-        String hex = Long.toHexString(v);
-        return "0x" + "0".repeat(Math.max(0, width - 2 - hex.length())) + hex;
-    }
-
-    /** A confined-to-nobody arena for the buffer, closed after the region (Resources closes last-added first). */
-    private static final class ArenaCloser implements AutoCloseable {
-        final java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-
-        @Override
-        public void close() {
-            arena.close();
-        }
+    /** ctx_print_pingpong_data: OUT for read-lat, RKey and VAddr for write-lat and read-lat. */
+    private void printAddress(PrintStream out, String side, PerftestLink.Key k) {
+        printAddress(out, side, k, verb == Verb.READ, verb != Verb.ATOMIC && verb != Verb.SEND);
     }
 }

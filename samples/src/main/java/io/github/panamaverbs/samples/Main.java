@@ -5,6 +5,7 @@ import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.Function;
 
 /** The launcher behind {@code samples/run TOOL [ARGS]}. */
 public final class Main {
@@ -25,16 +26,21 @@ public final class Main {
         TOOLS.put("uc-pingpong", new Entry(PingPong::uc, "UC send/receive ping-pong (ibv_uc_pingpong)"));
         TOOLS.put("ud-pingpong", new Entry(PingPong::ud, "UD send/receive ping-pong (ibv_ud_pingpong)"));
         TOOLS.put("srq-pingpong", new Entry(PingPong::srq, "RC ping-pong on many QPs with one SRQ (ibv_srq_pingpong)"));
-        TOOLS.put("write-lat", new Entry(Latency::write, "RDMA write latency (perftest's ib_write_lat)"));
-        TOOLS.put("read-lat", new Entry(Latency::read, "RDMA read latency (perftest's ib_read_lat)"));
-        TOOLS.put("atomic-lat", new Entry(Latency::atomic, "atomic latency (perftest's ib_atomic_lat)"));
-        TOOLS.put("send-lat", new Entry(Latency::send, "send latency (perftest's ib_send_lat)"));
-        TOOLS.put("write-bw", new Entry(Bandwidth::write, "RDMA write bandwidth (perftest's ib_write_bw)"));
-        TOOLS.put("send-bw", new Entry(Bandwidth::send, "send bandwidth, RC, UC or UD (perftest's ib_send_bw)"));
+        TOOLS.put("write-lat", perftest(Latency::new, Latency.Verb.WRITE, "RDMA write latency (perftest's ib_write_lat)"));
+        TOOLS.put("read-lat", perftest(Latency::new, Latency.Verb.READ, "RDMA read latency (perftest's ib_read_lat)"));
+        TOOLS.put("atomic-lat", perftest(Latency::new, Latency.Verb.ATOMIC, "atomic latency (perftest's ib_atomic_lat)"));
+        TOOLS.put("send-lat", perftest(Latency::new, Latency.Verb.SEND, "send latency (perftest's ib_send_lat)"));
+        TOOLS.put("write-bw", perftest(Bandwidth::new, Bandwidth.Verb.WRITE, "RDMA write bandwidth (perftest's ib_write_bw)"));
+        TOOLS.put("send-bw", perftest(Bandwidth::new, Bandwidth.Verb.SEND, "send bandwidth, RC, UC or UD (perftest's ib_send_bw)"));
         TOOLS.put("asyncwatch", new Entry(AsyncWatch::main, "print the device's async events (ibv_asyncwatch)"));
     }
 
     private Main() {
+    }
+
+    /** A perftest tool ({@link Latency}, {@link Bandwidth}): a fresh one for each run, as it keeps its flags. */
+    private static <V extends Enum<V>> Entry perftest(Function<V, PerftestTool<V>> make, V verb, String summary) {
+        return new Entry((args, out) -> make.apply(verb).run(args, out), summary);
     }
 
     /**

@@ -64,9 +64,6 @@ final class PingPong {
 
     private static final long RECV_WRID = 1;
     private static final long SEND_WRID = 2;
-    private static final int QKEY = 0x11111111;
-    /** The bytes in front of a UD message: the GRH, present or not. */
-    private static final int GRH_BYTES = 40;
     private static final int PAGE = 4096;
     /** ibv_srq_pingpong always exchanges this many addresses, zeros for the QPs it does not use. */
     private static final int SRQ_WIRE_QPS = 256;
@@ -151,7 +148,7 @@ final class PingPong {
         tcpPort = o.integer("port", 18515, 0, 65535);
         deviceName = o.string("ib-dev", null);
         ibPort = o.integer("ib-port", 1, 1, 255);
-        size = o.integer("size", kind.defaultSize, 1, Integer.MAX_VALUE - GRH_BYTES);
+        size = o.integer("size", kind.defaultSize, 1, Integer.MAX_VALUE - Common.GRH_BYTES);
         rxDepth = o.integer("rx-depth", 500, 1, 1 << 20);
         iters = o.integer("iters", 1000, 1, Integer.MAX_VALUE);
         numQp = kind == Kind.SRQ ? o.integer("num-qp", 16, 1, SRQ_WIRE_QPS) : 1;
@@ -177,7 +174,7 @@ final class PingPong {
         if (!parse(args, out)) {
             return 0;
         }
-        dataOffset = kind == Kind.UD ? GRH_BYTES : 0;
+        dataOffset = kind == Kind.UD ? Common.GRH_BYTES : 0;
         try (Resources res = new Resources(); Arena arena = Arena.ofConfined()) {
             Context ctx = res.add(Common.openDevice(deviceName));
             PortAttributes port = ctx.queryPort(ibPort);
@@ -211,7 +208,7 @@ final class PingPong {
                 }
                 QueuePair qp = res.add(pd.createQueuePair(config));
                 if (kind == Kind.UD) {
-                    qp.activateDatagram(connectOptions, QKEY);
+                    qp.activateDatagram(connectOptions, Common.QKEY);
                 } else {
                     qp.init(connectOptions);
                 }
@@ -250,7 +247,7 @@ final class PingPong {
                                 ? new AddressVector.GlobalRoute(r.gid(), Math.max(0, connectOptions.gidIndex()), 1, 0, 0)
                                 : null;
                         ah[0] = res.add(pd.createAddressHandle(new AddressVector(ibPort, r.lid(), 0, 0, 0, grh)));
-                        sends.get(i).datagram(ah[0], r.qpn(), QKEY);
+                        sends.get(i).datagram(ah[0], r.qpn(), Common.QKEY);
                     } else {
                         qps.get(i).connect(r, connectOptions);
                     }

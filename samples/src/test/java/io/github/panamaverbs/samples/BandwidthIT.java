@@ -2,10 +2,8 @@ package io.github.panamaverbs.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.github.panamaverbs.samples.SamplesIT.Run;
-import io.github.panamaverbs.verbs.Device;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.util.ArrayList;
@@ -14,7 +12,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -34,17 +31,8 @@ class BandwidthIT {
 
     @BeforeAll
     static void device() {
-        device = System.getenv("RDMA_DEVICE");
-        if (device == null && !Device.list().isEmpty()) {
-            device = Device.list().getFirst().name();
-        }
-        if (device == null) {
-            if (Boolean.getBoolean("rdma.required")) {
-                fail("no RDMA device (CI=true: a missing device is a failure)");
-            }
-            Assumptions.abort("no RDMA device; run through scripts/with-rdma");
-        }
-        gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "1");
+        device = SamplesIT.requireDevice();
+        gid = SamplesIT.gidIndex();
     }
 
     /** One result row: #bytes, #iterations, BW peak, BW average, MsgRate. */
@@ -93,12 +81,18 @@ class BandwidthIT {
         return row;
     }
 
+    /** The client's row of a {@link #pair}: as {@link #row}, and its peak at least its average. */
+    private static Row clientRow(Run[] r, int size, int iters) {
+        Row client = row(r[1], size, iters);
+        assertTrue(client.peak() >= client.average(), r[1].out());
+        return client;
+    }
+
     @ParameterizedTest
     @CsvSource({"RC, 4096, 2000", "UC, 65536, 200"})
     void writeBw(String type, int size, int iters) throws Exception {
         Run[] r = pair("write-bw", "-c", type, "-s", "" + size, "-n", "" + iters);
-        Row client = row(r[1], size, iters);
-        assertTrue(client.peak() >= client.average(), r[1].out());
+        Row client = clientRow(r, size, iters);
         assertEquals(client, row(r[0], size, iters), "the server prints the client's figures");
         for (Run x : r) {
             assertTrue(x.out().contains("Connection type : " + type), x.out());
@@ -109,8 +103,7 @@ class BandwidthIT {
     @Test
     void writeBwPostListCyclesSmallMessages() throws Exception {
         Run[] r = pair("write-bw", "-s", "64", "-n", "800", "-l", "8");
-        Row client = row(r[1], 64, 800);
-        assertTrue(client.peak() >= client.average(), r[1].out());
+        clientRow(r, 64, 800);
         assertTrue(r[1].out().contains("RDMA_Write Post List BW Test") && r[1].out().contains(" CQ Moderation   : 8"), r[1].out());
         // 64 slots of 64 bytes in the 4 KiB cycle buffer; a list of 8 writes uses the first 8
         assertTrue(r[0].out().contains(" data check: 8 of 64 buffer slots hold the client's 64-byte messages"), r[0].out());
@@ -120,8 +113,7 @@ class BandwidthIT {
     @CsvSource({"RC, 4096, 1000", "UD, 1024, 1000"})
     void sendBw(String type, int size, int iters) throws Exception {
         Run[] r = pair("send-bw", "-c", type, "-s", "" + size, "-n", "" + iters);
-        Row client = row(r[1], size, iters);
-        assertTrue(client.peak() >= client.average(), r[1].out());
+        clientRow(r, size, iters);
         Row server = row(r[0], size, iters);
         assertEquals(0.0, server.peak(), "the send-bw server computes no peak, as perftest's: " + r[0].out());
         assertTrue(r[0].out().contains(" RX depth        : " + (type.equals("UD") ? iters : 512)), r[0].out());

@@ -36,17 +36,31 @@ class SamplesIT {
 
     @BeforeAll
     static void device() {
-        device = System.getenv("RDMA_DEVICE");
-        if (device == null && !Device.list().isEmpty()) {
-            device = Device.list().getFirst().name();
+        device = requireDevice();
+        gid = gidIndex();
+    }
+
+    /**
+     * The device to test: RDMA_DEVICE, or the first one; with none, the calling class's tests are
+     * aborted, or fail with -Drdma.required=true (CI=true).
+     */
+    static String requireDevice() {
+        String name = System.getenv("RDMA_DEVICE");
+        if (name == null && !Device.list().isEmpty()) {
+            name = Device.list().getFirst().name();
         }
-        if (device == null) {
+        if (name == null) {
             if (Boolean.getBoolean("rdma.required")) {
                 fail("no RDMA device (CI=true: a missing device is a failure)");
             }
             Assumptions.abort("no RDMA device; run through scripts/with-rdma");
         }
-        gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "1");
+        return name;
+    }
+
+    /** The GID index (needed on RoCE): RDMA_GID_INDEX, default 1. */
+    static String gidIndex() {
+        return System.getenv().getOrDefault("RDMA_GID_INDEX", "1");
     }
 
     record Run(int status, String out, String err) {
@@ -549,16 +563,7 @@ class SamplesIT {
         try (Child server = Child.java(cmd(tool, flags))) {
             awaitListening(port);
             CompletableFuture<Run> client = CompletableFuture.supplyAsync(() -> java(cmd(tool, flags, "127.0.0.1")));
-            awaitOutput(server, " #bytes #iterations", 120);
-            Thread.sleep(1000);   // measuring now
-            assertTrue(!client.isDone(), "the client ended before the server was killed: " + client.getNow(null));
-            server.process.destroyForcibly();
-            long killed = System.nanoTime();
-            Run r = client.get(120, TimeUnit.SECONDS);
-            double seconds = (System.nanoTime() - killed) / 1e9;
-            assertEquals(1, r.status, r.out + r.err);
-            assertTrue(r.err.contains("the peer is gone"), r.err);
-            assertTrue(seconds < VANISH_TIMEOUT + 45, "the client took " + seconds + " s to give up (--timeout " + VANISH_TIMEOUT + ")");
+            killMidRun(server, "server", client, "client");
         }
     }
 
@@ -570,17 +575,29 @@ class SamplesIT {
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("write-lat", flags)));
         awaitListening(port);
         try (Child client = Child.java(cmd("write-lat", flags, "127.0.0.1"))) {
-            awaitOutput(client, " #bytes #iterations", 120);
-            Thread.sleep(1000);
-            assertTrue(!server.isDone(), "the server ended before the client was killed: " + server.getNow(null));
-            client.process.destroyForcibly();
-            long killed = System.nanoTime();
-            Run r = server.get(120, TimeUnit.SECONDS);
-            double seconds = (System.nanoTime() - killed) / 1e9;
-            assertEquals(1, r.status, r.out + r.err);
-            assertTrue(r.err.contains("the peer is gone"), r.err);
-            assertTrue(seconds < VANISH_TIMEOUT + 45, "the server took " + seconds + " s to give up (--timeout " + VANISH_TIMEOUT + ")");
+            killMidRun(client, "client", server, "server");
         }
+    }
+
+    /**
+     * Kills {@code victim} once it measures (its table header is out, and a second more); the
+     * {@code survivor}, in this JVM with {@code --timeout} {@link #VANISH_TIMEOUT}, must then give up on
+     * its own within a bound: status 1, saying the peer is gone.
+     */
+    private static void killMidRun(Child victim, String victimName, CompletableFuture<Run> survivor, String survivorName)
+            throws Exception {
+        awaitOutput(victim, " #bytes #iterations", 120);
+        Thread.sleep(1000);   // measuring now
+        assertTrue(!survivor.isDone(), "the " + survivorName + " ended before the " + victimName + " was killed: "
+                + survivor.getNow(null));
+        victim.process.destroyForcibly();
+        long killed = System.nanoTime();
+        Run r = survivor.get(120, TimeUnit.SECONDS);
+        double seconds = (System.nanoTime() - killed) / 1e9;
+        assertEquals(1, r.status, r.out + r.err);
+        assertTrue(r.err.contains("the peer is gone"), r.err);
+        assertTrue(seconds < VANISH_TIMEOUT + 45, "the " + survivorName + " took " + seconds + " s to give up (--timeout "
+                + VANISH_TIMEOUT + ")");
     }
 
     /** A latency tool's client with no server: perftest's "Couldn't connect to" message, status 1, at once. */

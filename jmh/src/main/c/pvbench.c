@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Two RC queue pairs on one device, connected to each other; each has its own CQ (send and
@@ -340,5 +341,24 @@ long pvb_pingpong_send(struct pvb_pair *p, long n, int size)
 	for (int s = 0; s < 2; s++)
 		while (ibv_poll_cq(p->cq[s], 4, wc) > 0)
 			;
+	return n;
+}
+
+/* n round trips of pvb_pingpong_write (kind 0) or pvb_pingpong_send (kind 1), each timed on its own
+ * with CLOCK_MONOTONIC: ns[i] = the i-th round trip in nanoseconds (its two work requests are set up
+ * inside, a few tens of ns). The C figure of the ping-pong rows: BenchMain calls it in its own JVM,
+ * once, so that C gets a median like JMH's SampleTime gives Java, without a JMH fork per size.
+ * Returns n, or -1. */
+long pvb_pingpong_timed(struct pvb_pair *p, int kind, long n, int size, int64_t *ns)
+{
+	struct timespec a, b;
+	for (long i = 0; i < n; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		long r = kind ? pvb_pingpong_send(p, 1, size) : pvb_pingpong_write(p, 1, size);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (r < 0)
+			return -1;
+		ns[i] = (int64_t) (b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+	}
 	return n;
 }

@@ -24,37 +24,43 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
- * Runs every benchmark (JMH, with the gc profiler), a second pass of the poll and post benchmarks
- * with {@code -Dpanamaverbs.critical=true}, and perftest's {@code ib_write_lat}, {@code ib_send_lat}
+ * Runs every benchmark (JMH, with the gc profiler), the C ping-pong timed in C, with {@code --critical}
+ * a second pass of the poll and post benchmarks with {@code -Dpanamaverbs.critical=true}, and
+ * perftest's {@code ib_write_lat}, {@code ib_send_lat}
  * and {@code ib_write_bw} on the same device; prints the table (Java, C, ratio, B/op) and writes
  * {@code results.md}, {@code results.svg}, the raw JMH JSON and perftest's output into the output
  * directory. scripts/bench runs it (inside scripts/with-rdma when the host has no device).
  *
- * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--no-perftest] [--machine TEXT]}.
+ * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--no-perftest] [--critical] [--machine TEXT]}.
  */
 public final class BenchMain {
     private static final String PKG = BenchMain.class.getPackageName();
-    private static final int[] SIZES = {2, 16, 64, 256, 1024, 4096};
+    private static final int[] SIZES = {2, 64, 512, 4096};
 
     private final boolean quick;
     private final Path out;
     private final String include;
     private final boolean perftest;
+    private final boolean critical;
     private final String machine;
     private final Map<String, RunResult> results = new LinkedHashMap<>();
     private final Map<String, double[]> perf = new LinkedHashMap<>();
+    /** The C ping-pong's median round trip per "write:size" / "send:size", in ns. */
+    private final Map<String, Double> cPingPong = new LinkedHashMap<>();
 
-    private BenchMain(boolean quick, Path out, String include, boolean perftest, String machine) {
+    private BenchMain(boolean quick, Path out, String include, boolean perftest, boolean critical, String machine) {
         this.quick = quick;
         this.out = out;
         this.include = include;
         this.perftest = perftest;
+        this.critical = critical;
         this.machine = machine;
     }
 
     public static void main(String[] args) throws Exception {
         boolean quick = false;
         boolean perftest = true;
+        boolean critical = false;
         Path out = Path.of("jmh/results");
         String include = ".*";
         String machine = System.getenv().getOrDefault("BENCH_MACHINE", "unknown machine");
@@ -64,12 +70,13 @@ public final class BenchMain {
                 case "--out" -> out = Path.of(args[++i]);
                 case "--include" -> include = args[++i];
                 case "--no-perftest" -> perftest = false;
+                case "--critical" -> critical = true;
                 case "--machine" -> machine = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         Files.createDirectories(out);
-        new BenchMain(quick, out.toAbsolutePath(), include, perftest, machine).run();
+        new BenchMain(quick, out.toAbsolutePath(), include, perftest, critical, machine).run();
     }
 
     private ChainedOptionsBuilder options(String regex, String json, String... jvmArgs) {
@@ -106,8 +113,11 @@ public final class BenchMain {
     private void run() throws Exception {
         long t0 = System.nanoTime();
         jmh("main", include.equals(".*") ? ".*" : include, "jmh-main.json");
+        if (include.equals(".*") || Pattern.compile(include).matcher("PingPong.write").find()) {
+            cPingPong();
+        }
         String dataPath = "PollEmpty\\.(api|raw)|WritePoll\\.(api|raw)";
-        if (include.equals(".*") || Pattern.compile(include).matcher("PollEmpty.api").find()) {
+        if (critical) {
             jmh("crit", dataPath, "jmh-critical-on.json", "-Dpanamaverbs.critical=true");
         }
         if (perftest) {
@@ -131,6 +141,20 @@ public final class BenchMain {
             System.exit(1);
         }
         System.out.println(rows.size() + " benchmarks produced figures");
+    }
+
+    /** The ping-pong's C twin, timed per round trip in C (see {@link C#pingPongTimes}). */
+    private void cPingPong() {
+        for (String kind : new String[] {"write", "send"}) {
+            for (int size : quick ? new int[] {2, 4096} : SIZES) {
+                long[] t = C.pingPongTimes(Rdma.DEVICE, kind.equals("send"), size, quick ? 50 : 500, quick ? 200 : 3000);
+                int n = t.length;
+                double median = n % 2 == 0 ? (t[n / 2 - 1] + t[n / 2]) / 2.0 : t[n / 2];
+                cPingPong.put(kind + ":" + size, median);
+                System.out.printf(Locale.ROOT, "C ping-pong %s %d B: median round trip %.1f us of %d%n", kind, size,
+                        median / 1000, n);
+            }
+        }
     }
 
     // ---------------------------------------------------------------- perftest
@@ -238,6 +262,9 @@ public final class BenchMain {
     }
 
     private void row(String name, String javaKey, String cKey, String unit) {
+        if (!results.containsKey(javaKey)) {
+            return;
+        }
         rows.add(new Row(name, score(javaKey), score(cKey), Double.NaN, bytesPerOp(javaKey), bytesPerOp(cKey), unit));
     }
 
@@ -254,19 +281,17 @@ public final class BenchMain {
         }
         for (String kind : new String[] {"write", "send"}) {
             String tool = kind.equals("write") ? "ib_write_lat" : "ib_send_lat";
-            String cName = kind.equals("write") ? "cWrite" : "cSend";
             for (int size : SIZES) {
                 String jk = "main:PingPong." + kind + ":" + size;
                 if (!results.containsKey(jk)) {
                     continue;
                 }
-                // half round trips: JMH's op is a round trip; SampleTime p50 in µs -> ns, Java and C alike
-                String ck = "main:PingPong." + cName + ":" + size;
+                // half round trips: JMH's op is a round trip; SampleTime p50 in µs -> ns; C's median in ns
                 double java = median(jk) * 1000 / 2;
-                double c = median(ck) * 1000 / 2;
+                double c = cPingPong.getOrDefault(kind + ":" + size, Double.NaN) / 2;
                 double[] p = perf.get(tool + ":" + size);
                 rows.add(new Row("ping-pong " + kind + " " + size + " B, half RTT p50", java, c,
-                        p == null ? Double.NaN : p[0] * 1000, bytesPerOp(jk) / 2, bytesPerOp(ck) / 2, "ns"));
+                        p == null ? Double.NaN : p[0] * 1000, bytesPerOp(jk) / 2, Double.NaN, "ns"));
             }
         }
         double[] bw = perf.get("ib_write_bw:64");
@@ -278,7 +303,7 @@ public final class BenchMain {
         t.append("| Benchmark | Java | C | Java/C | perftest | Java/perftest | Java B/op | C B/op |\n");
         t.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Row r : rows) {
-            if (Double.isNaN(r.java()) && Double.isNaN(r.c())) {
+            if (Double.isNaN(r.java())) {
                 continue;
             }
             t.append("| ").append(r.name())
@@ -291,13 +316,13 @@ public final class BenchMain {
                     .append(" | ").append(bytes(r.cBytesPerOp()))
                     .append(" |\n");
         }
-        t.append("\nTimes per operation. Ping-pong: half a round trip, the median (JMH SampleTime for Java and for"
-                + " the C loop called once per round trip; perftest's t_typical). Other rows: means; C = the same loop"
+        t.append("\nTimes per operation. Ping-pong: half a round trip, the median (JMH SampleTime for Java; the same"
+                + " loop in C timing each round trip itself; perftest's t_typical). Other rows: means; C = the same loop"
                 + " in C (jmh/src/main/c/pvbench.c) called once through FFM for N iterations, and for the call rows a"
                 + " JNI native method. perftest = ib_write_lat / ib_send_lat (server and client processes, one vCPU"
                 + " each) and ib_write_bw -s 64 (1/msg rate), same device, same job. B/op: JMH -prof gc,"
-                + " gc.alloc.rate.norm; in SampleTime mode it includes JMH's own sample bookkeeping, which the C"
-                + " column (a C loop cannot allocate on the Java heap) shows alone.\n");
+                + " gc.alloc.rate.norm, which includes JMH's own bookkeeping (SampleTime keeps every sample on the heap:"
+                + " the ping-pong rows); the C B/op column shows that share for loops that cannot allocate.\n");
         return t.toString();
     }
 

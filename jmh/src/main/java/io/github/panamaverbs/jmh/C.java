@@ -53,6 +53,28 @@ public final class C {
     private C() {
     }
 
+    static final MethodHandle PINGPONG_TIMED = LINKER.downcallHandle(find("pvb_pingpong_timed"),
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS));
+
+    /**
+     * {@code n} round trips of the C ping-pong ({@code send} or RDMA write) of {@code size} bytes after
+     * {@code warmup} untimed ones, each timed in C; returns the round trips' times in ns, sorted.
+     */
+    static long[] pingPongTimes(Rdma device, boolean send, int size, int warmup, int n) {
+        try (Pair pair = new Pair(device, 1 << 16, 0); Arena a = Arena.ofConfined()) {
+            MemorySegment ns = a.allocate(JAVA_LONG, Math.max(warmup, n));
+            check("pvb_pingpong_timed", (long) PINGPONG_TIMED.invokeExact(pair.pair, send ? 1 : 0, (long) warmup, size, ns));
+            check("pvb_pingpong_timed", (long) PINGPONG_TIMED.invokeExact(pair.pair, send ? 1 : 0, (long) n, size, ns));
+            long[] t = ns.asSlice(0, 8L * n).toArray(JAVA_LONG);
+            java.util.Arrays.sort(t);
+            return t;
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
     private static Path dir() {
         String d = System.getProperty("pvbench.dir");
         if (d != null) {

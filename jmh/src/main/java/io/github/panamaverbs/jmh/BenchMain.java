@@ -96,8 +96,8 @@ public final class BenchMain {
                     .measurementIterations(1).measurementTime(TimeValue.milliseconds(300))
                     .param("size", "2", "4096");
         }
-        // otherwise the classes' @Fork/@Warmup/@Measurement: Java 10 x 1 s warm-up (8 for PingPong; C2 needs 6 to 12
-        // under TCG), 5 x 1 s measured; the C loops 1 + 3
+        // otherwise the classes' @Fork/@Warmup/@Measurement: Java 10 x 1 s warm-up + 5 measured (PingPong 8 + 4; C2 needs 6 to 12
+        // under TCG); the C loops 1 + 3
         return o;
     }
 
@@ -321,8 +321,9 @@ public final class BenchMain {
                 + " in C (jmh/src/main/c/pvbench.c) called once through FFM for N iterations, and for the call rows a"
                 + " JNI native method. perftest = ib_write_lat / ib_send_lat (server and client processes, one vCPU"
                 + " each) and ib_write_bw -s 64 (1/msg rate), same device, same job. B/op: JMH -prof gc,"
-                + " gc.alloc.rate.norm, which includes JMH's own bookkeeping (SampleTime keeps every sample on the heap:"
-                + " the ping-pong rows); the C B/op column shows that share for loops that cannot allocate.\n");
+                + " gc.alloc.rate.norm, which includes JMH's own bookkeeping: the C B/op column is that share alone (a C"
+                + " loop cannot allocate on the Java heap), and the ping-pong rows' larger figures are SampleTime keeping"
+                + " every sample on the heap.\n");
         return t.toString();
     }
 

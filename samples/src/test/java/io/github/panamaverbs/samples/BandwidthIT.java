@@ -121,6 +121,56 @@ class BandwidthIT {
                 r[0].out());
     }
 
+    /**
+     * Against perftest's own binaries (ib_write_bw, ib_send_bw), both ways: both sides exit 0 and print
+     * one well-formed row of the requested size and iterations; for writes the server's row is the
+     * client's figures, as perftest's exchange of reports makes it. perftest fills its buffers with
+     * random bytes, so a Java server's data check says it skipped them.
+     */
+    @ParameterizedTest(name = "{0} -c {1}: perftest server={2}")
+    @CsvSource({"write-bw, RC, true", "write-bw, RC, false", "send-bw, RC, true", "send-bw, RC, false",
+            "send-bw, UD, true", "send-bw, UD, false"})
+    void againstPerftest(String tool, String type, boolean perftestServer) throws Exception {
+        int port = nextPort++;
+        int size = type.equals("UD") ? 1024 : 4096;
+        int iters = 500;
+        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-c", type, "-s", "" + size, "-n", "" + iters);
+        Run server;
+        Run client;
+        if (perftestServer) {
+            try (SamplesIT.Child c = new SamplesIT.Child(SamplesIT.perftest(tool, flags))) {
+                SamplesIT.awaitListening(port);
+                List<String> args = new ArrayList<>(List.of(tool));
+                args.addAll(flags);
+                args.addAll(List.of("--timeout", "60", "127.0.0.1"));
+                client = SamplesIT.java(args.toArray(String[]::new));
+                server = c.await(120, "Java client: " + client.out() + client.err());
+            }
+        } else {
+            List<String> args = new ArrayList<>(List.of(tool));
+            args.addAll(flags);
+            args.addAll(List.of("--timeout", "60"));
+            CompletableFuture<Run> s = CompletableFuture.supplyAsync(() -> SamplesIT.java(args.toArray(String[]::new)));
+            SamplesIT.awaitListening(port);
+            client = SamplesIT.c(SamplesIT.perftest(tool, flags, "127.0.0.1").toArray(String[]::new));
+            server = s.get(120, TimeUnit.SECONDS);
+        }
+        String who = perftestServer ? "perftest server / Java client" : "Java server / perftest client";
+        assertEquals(0, client.status(), who + ", client: " + client.out() + client.err());
+        assertEquals(0, server.status(), who + ", server: " + server.out() + server.err());
+        Row c = row(client, size, iters);
+        Row s = row(server, size, iters);
+        if (tool.equals("write-bw")) {
+            assertEquals(c, s, who + ": the server prints the client's figures");
+        }
+        for (Run x : new Run[] {client, server}) {
+            assertTrue(x.out().contains("Connection type : " + type), who + ": " + x.out());
+        }
+        if (!perftestServer) {
+            assertTrue(server.out().contains(" data check: skipped"), server.out());
+        }
+    }
+
     @Test
     void refusedAndSilentPeers() throws Exception {
         Run refused = SamplesIT.java("send-bw", "-d", device, "-x", gid, "-p", "1", "127.0.0.1");

@@ -413,7 +413,7 @@ class SamplesIT {
     }
 
     /** The perftest command for {@code java} ("write-lat" → ib_write_lat) with {@code flags}, on the other CPU. */
-    private static List<String> perftest(String tool, List<String> flags, String... more) {
+    static List<String> perftest(String tool, List<String> flags, String... more) {
         List<String> cmd = new ArrayList<>(otherCpu());
         cmd.addAll(List.of("stdbuf", "-oL"));   // so that a failure shows all it printed
         cmd.add("ib_" + tool.replace("-", "_"));

@@ -264,21 +264,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
                 qp.postSend(wr);
             }
             if (ccnt < iters) {
-                long since = System.nanoTime();
-                int spins = 0;
-                while (cq.poll(wc) == 0) {
-                    if (++spins == 1 << 12) {
-                        spins = 0;
-                        if (System.nanoTime() - since > timeoutNanos) {
-                            throw silent(scnt, rcnt);
-                        }
-                    }
-                }
-                if (wc.status(0) != WcStatus.SUCCESS) {
-                    throw new SampleException(String.format("Completion with error at client: status %s (%d), "
-                            + "vendor error 0x%x, scnt=%d, ccnt=%d", wc.status(0).description(), wc.status(0).value(),
-                            wc.vendorError(0), scnt, ccnt) + gone(wc.status(0)));
-                }
+                awaitOne(cq, wc, verb.title, scnt, rcnt);
                 ccnt++;
                 if (verb == Verb.ATOMIC) {
                     // Only this side adds to the peer's word: each fetch returns the previous one plus 1.
@@ -316,17 +302,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
         int ccnt = 0;
         while (scnt < iters || rcnt < iters) {
             if (rcnt < iters && !(scnt < 1 && !isServer)) {
-                long since = System.nanoTime();
-                int spins = 0;
-                while (rcq.poll(wc) == 0) {
-                    if (++spins == 1 << 12) {
-                        spins = 0;
-                        if (System.nanoTime() - since > timeoutNanos) {
-                            throw silent(scnt, rcnt);
-                        }
-                    }
-                }
-                checkCompletion(wc, "receive", scnt, rcnt);
+                awaitOne(rcq, wc, "receive", scnt, rcnt);
                 if (wc.byteLength(0) != expectBytes) {
                     throw new SampleException("receive " + (rcnt + 1) + " holds " + wc.byteLength(0) + " bytes, not "
                             + expectBytes + (ud != null ? " (" + n + " and the GRH)" : "") + ": is the peer's size " + n + "?");
@@ -351,6 +327,24 @@ final class Latency extends PerftestTool<Latency.Verb> {
             }
         }
         return posted;
+    }
+
+    /**
+     * Spins until {@code cq} gives a completion into {@code wc} (capacity 1) and checks its status;
+     * a peer silent for the timeout is gone.
+     */
+    private void awaitOne(CompletionQueue cq, WorkCompletions wc, String what, int scnt, int rcnt) {
+        long since = System.nanoTime();
+        int spins = 0;
+        while (cq.poll(wc) == 0) {
+            if (++spins == 1 << 12) {
+                spins = 0;
+                if (System.nanoTime() - since > timeout.toNanos()) {
+                    throw silent(scnt, rcnt);
+                }
+            }
+        }
+        checkCompletion(wc, what, scnt, rcnt);
     }
 
     private int reapSends(CompletionQueue scq, WorkCompletions swc, int scnt, int rcnt) {

@@ -10,8 +10,10 @@ PANAMA_VERBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOST_PACKAGES=(gcc libibverbs-dev librdmacm-dev ibverbs-providers rdma-core ibverbs-utils perftest
                ca-certificates curl unzip)
 
-log() { printf '%s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# log MSG...: prints MSG on stderr, after $LOG_PREFIX (default none; e.g. "with-rdma: ").
+log() { printf '%s%s\n' "${LOG_PREFIX:-}" "$*" >&2; }
+# die MSG...: logs "error: MSG" and exits with $DIE_STATUS (default 1; scripts/with-rdma: 125).
+die() { log "error: $*"; exit "${DIE_STATUS:-1}"; }
 
 # _java_major DIR: prints the major version of the JDK in DIR (from DIR/release), or nothing
 # when DIR is not a JDK (it needs bin/java, bin/javac and a release file).
@@ -57,33 +59,45 @@ find_java() {
     log "using JDK $best_major at $JAVA_HOME"
 }
 
+# can_be_root: true when this shell is root or may use passwordless sudo.
+can_be_root() { (( EUID == 0 )) || { command -v sudo >/dev/null && sudo -n true 2>/dev/null; }; }
+
+# as_root CMD...: runs CMD as root (directly, or through sudo -n); returns 3 when it cannot.
+as_root() {
+    if (( EUID == 0 )); then
+        "$@"
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo -n "$@"
+    else
+        return 3
+    fi
+}
+
 _APT_UPDATED=
+# apt_update: runs `apt-get update` as root, once per shell (apt-get's output goes to stderr).
+apt_update() {
+    [[ -z $_APT_UPDATED ]] || return 0
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || return
+    _APT_UPDATED=1
+}
+
 # ensure_packages PKG...: installs the Debian packages that are not installed yet, with apt-get
-# (as root, or through sudo -n), running `apt-get update` once first.
+# (as root, or through sudo -n), running `apt-get update` once first. apt-get's output goes to
+# stderr, so that stdout stays the caller's.
 ensure_packages() {
-    local missing=() pkg sudo=()
+    local absent=() pkg
     for pkg in "$@"; do
         if [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) != "install ok installed" ]]; then
-            missing+=("$pkg")
+            absent+=("$pkg")
         fi
     done
-    (( ${#missing[@]} == 0 )) && return 0
+    (( ${#absent[@]} == 0 )) && return 0
     if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
-        die "missing packages: ${missing[*]}; this script installs them with apt-get (Debian 12), which is not here. Install their equivalents by hand."
+        die "missing packages: ${absent[*]}; this script installs them with apt-get (Debian 12), which is not here. Install their equivalents by hand."
     fi
-    if (( EUID != 0 )); then
-        if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-            sudo=(sudo -n)
-        else
-            die "missing packages: ${missing[*]}; installing them needs root. Run: sudo apt-get install ${missing[*]}"
-        fi
-    fi
-    log "installing: ${missing[*]}"
-    if [[ -z $_APT_UPDATED ]]; then
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q \
-            || die "apt-get update failed; cannot install ${missing[*]}"
-        _APT_UPDATED=1
-    fi
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
-        || die "apt-get install ${missing[*]} failed"
+    can_be_root || die "missing packages: ${absent[*]}; installing them needs root. Run: sudo apt-get install ${absent[*]}"
+    log "installing: ${absent[*]}"
+    apt_update || die "apt-get update failed; cannot install ${absent[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${absent[@]}" >&2 \
+        || die "apt-get install ${absent[*]} failed"
 }

@@ -1,4 +1,4 @@
-package io.github.panamaverbs.verbs;
+package io.github.panamaverbs.internal;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -7,8 +7,8 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
 /** Linux errno values: symbolic names and {@code strerror} text. The one place errno is decoded. */
-final class Errno {
-    static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
+public final class Errno {
+    public static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
             EFAULT = 14, EBUSY = 16, EEXIST = 17, ENODEV = 19, EINVAL = 22, ENOSPC = 28, ENOSYS = 38,
             ENODATA = 61, ETIME = 62, EPROTO = 71, EOVERFLOW = 75, EOPNOTSUPP = 95, EADDRINUSE = 98,
             EADDRNOTAVAIL = 99, ENETUNREACH = 101, ECONNRESET = 104, ENOBUFS = 105, ETIMEDOUT = 110,
@@ -43,13 +43,13 @@ final class Errno {
     }
 
     /** The symbolic name of an errno value ({@code ENOMEM}), or {@code "errno N"} if unknown. */
-    static String name(int errno) {
+    public static String name(int errno) {
         String n = errno > 0 && errno < NAMES.length ? NAMES[errno] : null;
         return n != null ? n : "errno " + errno;
     }
 
     /** The C library's {@code strerror} text for an errno value. */
-    static String describe(int errno) {
+    public static String describe(int errno) {
         try {
             MemorySegment s = (MemorySegment) STRERROR.invokeExact(errno);
             return s.reinterpret(256).getString(0);

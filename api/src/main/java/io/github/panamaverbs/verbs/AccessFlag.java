@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** Memory region and queue pair access rights: {@code enum ibv_access_flags}. */
 public enum AccessFlag {
@@ -23,6 +24,8 @@ public enum AccessFlag {
     /** {@code IBV_ACCESS_RELAXED_ORDERING} */
     RELAXED_ORDERING(Verbs.IBV_ACCESS_RELAXED_ORDERING());
 
+    private static final CEnum<AccessFlag> C = new CEnum<>(AccessFlag.class, AccessFlag::value);
+
     final int value;
 
     AccessFlag(int value) {
@@ -30,27 +33,17 @@ public enum AccessFlag {
     }
 
     /** The C bit of this flag. */
-    public int bit() {
+    public int value() {
         return value;
     }
 
     /** The C bit mask of {@code flags}. */
     static int mask(java.util.Set<AccessFlag> flags) {
-        int m = 0;
-        for (AccessFlag f : flags) {
-            m |= f.value;
-        }
-        return m;
+        return C.mask(flags);
     }
 
     /** The flags set in the C bit mask {@code mask}. */
     static java.util.EnumSet<AccessFlag> of(int mask) {
-        java.util.EnumSet<AccessFlag> s = java.util.EnumSet.noneOf(AccessFlag.class);
-        for (AccessFlag f : values()) {
-            if ((mask & f.value) != 0) {
-                s.add(f);
-            }
-        }
-        return s;
+        return C.flags(mask);
     }
 }

@@ -3,9 +3,11 @@ package io.github.panamaverbs.verbs;
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_ah;
 import io.github.panamaverbs.bindings.ibv_ah_attr;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.util.Objects;
 
 /**
  * An address handle ({@code struct ibv_ah}): the destination of UD sends, named in
@@ -18,30 +20,22 @@ public final class AddressHandle extends Resource {
             Verbs.ibv_destroy_ah$address(), Verbs.ibv_destroy_ah$descriptor());
 
     private final AddressVector destination;
-    final MemorySegment ah;
 
     AddressHandle(ProtectionDomain pd, AddressVector destination) {
         super(create(pd, destination), ibv_ah.sizeof(), pd);
         this.destination = destination;
-        this.ah = handle();
     }
 
     private static MemorySegment create(ProtectionDomain pd, AddressVector destination) {
+        Objects.requireNonNull(destination, "destination");
         MemorySegment pdHandle = checkOpen(pd);
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment attr = call.allocate(ibv_ah_attr.layout());
+        return Native.call(c -> {
+            MemorySegment attr = c.allocate(ibv_ah_attr.layout());
             destination.writeTo(attr);
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment ah = (MemorySegment) CREATE.invokeExact(errno, pdHandle, attr);
-            if (ah.address() == 0) {
-                int e = Native.errno(errno);
-                throw new VerbsException("ibv_create_ah", e, e == Errno.EINVAL && destination.grh() == null
-                        ? "RoCE needs a global route (AddressVector.global)" : null);
-            }
-            return ah;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+            return Native.create("ibv_create_ah", e -> e == Errno.EINVAL && destination.grh() == null
+                    ? "RoCE needs a global route (AddressVector.global)" : null,
+                    x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, attr));
+        });
     }
 
     /** Where it points. */
@@ -51,7 +45,7 @@ public final class AddressHandle extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        Native.destroy("ibv_destroy_ah", DESTROY, address);
+        Native.check("ibv_destroy_ah", Native.NO_HINT, c -> (int) DESTROY.invokeExact(c.errno(), address));
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** What an asynchronous event reports: {@code enum ibv_event_type}. */
 public enum AsyncEventType {
@@ -45,9 +46,9 @@ public enum AsyncEventType {
     /** {@code IBV_EVENT_WQ_FATAL} */
     WQ_FATAL(Verbs.IBV_EVENT_WQ_FATAL());
 
-    final int value;
+    private static final CEnum<AsyncEventType> C = new CEnum<>(AsyncEventType.class, AsyncEventType::value);
 
-    private static final AsyncEventType[] VALUES = values();
+    final int value;
 
     AsyncEventType(int value) {
         this.value = value;
@@ -60,11 +61,6 @@ public enum AsyncEventType {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static AsyncEventType of(int value) {
-        for (AsyncEventType v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no AsyncEventType with value " + value);
+        return C.of(value);
     }
 }

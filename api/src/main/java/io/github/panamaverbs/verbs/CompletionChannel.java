@@ -4,10 +4,12 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_comp_channel;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -35,20 +37,18 @@ public final class CompletionChannel extends Resource {
     CompletionChannel(Context context) {
         super(create(context), ibv_comp_channel.sizeof(), context);
         this.context = context;
+        Native.setNonBlocking(fd(), "comp_channel");
     }
 
     private static MemorySegment create(Context context) {
         MemorySegment ctx = checkOpen(context);
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment ch = (MemorySegment) CREATE.invokeExact(errno, ctx);
-            if (ch.address() == 0) {
-                throw Native.fail("ibv_create_comp_channel", Native.errno(errno));
-            }
-            return ch;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return Native.create("ibv_create_comp_channel", Native.NO_HINT,
+                c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx));
+    }
+
+    /** The context it was created in. */
+    public Context context() {
+        return context;
     }
 
     /** The channel's file descriptor, for use with an event loop. */
@@ -60,22 +60,30 @@ public final class CompletionChannel extends Resource {
      * Waits for the next completion event ({@code ibv_get_cq_event}) and acknowledges it
      * ({@code ibv_ack_cq_events}), never longer than {@code timeout}. Notification is one-shot: call
      * {@link CompletionQueue#requestNotification(boolean)} again before polling, to not miss the
-     * next completion.
+     * next completion. Several threads may wait: each event goes to one of them, and the others go
+     * on waiting until their own timeouts (the channel's file descriptor is non-blocking).
      *
      * @return the completion queue that has new completions, or empty on timeout
+     * @throws IllegalStateException if the channel is closed, also while waiting
      */
     public Optional<CompletionQueue> awaitEvent(Duration timeout) {
-        if (!Native.awaitReadable(fd(), timeout, "comp_channel")) {
-            return Optional.empty();
-        }
-        MemorySegment ch = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment cqOut = call.allocate(ADDRESS);
-            MemorySegment ctxOut = call.allocate(ADDRESS);
-            int rc = (int) GET_CQ_EVENT.invokeExact(errno, ch, cqOut, ctxOut);
-            Native.check("ibv_get_cq_event", rc, errno);
-            MemorySegment cqPtr = cqOut.get(ADDRESS, 0);
+        long deadline = Native.deadline(Objects.requireNonNull(timeout, "timeout"));
+        int fd = fd();
+        while (Native.awaitReadable(fd, deadline, toString(), this::isOpen)) {
+            MemorySegment ch = handle();
+            MemorySegment cqPtr = Native.call(c -> {
+                MemorySegment cqOut = c.allocate(ADDRESS);
+                MemorySegment ctxOut = c.allocate(ADDRESS);
+                int rc = (int) GET_CQ_EVENT.invokeExact(c.errno(), ch, cqOut, ctxOut);
+                if (rc != 0 && c.lastErrno() == Errno.EAGAIN) {
+                    return MemorySegment.NULL; // another waiter took it
+                }
+                Native.checkStatus("ibv_get_cq_event", Native.NO_HINT, rc, c);
+                return cqOut.get(ADDRESS, 0);
+            });
+            if (cqPtr.address() == 0) {
+                continue;
+            }
             CompletionQueue cq = context.completionQueueAt(cqPtr.address());
             CompletionQueue.ackEvents(cqPtr, 1);
             if (cq == null) {
@@ -83,14 +91,14 @@ public final class CompletionChannel extends Resource {
                         + Long.toHexString(cqPtr.address()));
             }
             return Optional.of(cq);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
         }
+        return Optional.empty();
     }
 
     @Override
     void destroy(MemorySegment address) {
-        Native.destroy("ibv_destroy_comp_channel", DESTROY, address);
+        Native.check("ibv_destroy_comp_channel", e -> e == Errno.EBUSY ? "a completion queue still uses it" : null,
+                c -> (int) DESTROY.invokeExact(c.errno(), address));
     }
 
     @Override

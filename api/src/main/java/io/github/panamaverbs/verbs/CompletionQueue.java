@@ -2,9 +2,11 @@ package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_cq;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.util.Objects;
 
 /**
  * A completion queue ({@code struct ibv_cq}): where the device reports finished work requests.
@@ -23,7 +25,6 @@ public final class CompletionQueue extends Resource {
 
     private final Context context;
     private final CompletionChannel channel;
-    private final MemorySegment cq;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
 
@@ -31,10 +32,9 @@ public final class CompletionQueue extends Resource {
         super(create(context, entries, channel, compVector), ibv_cq.sizeof(), context, channel);
         this.context = context;
         this.channel = channel;
-        this.cq = handle();
         this.pollFn = DataPath.op(context, DataPath.POLL);
         this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
-        context.register(this, cq.address());
+        context.register(this, ptr().address());
     }
 
     private static MemorySegment create(Context context, int entries, CompletionChannel channel, int compVector) {
@@ -43,22 +43,16 @@ public final class CompletionQueue extends Resource {
         }
         MemorySegment ctx = checkOpen(context);
         MemorySegment ch = channel == null ? MemorySegment.NULL : checkOpen(channel);
+        if (channel != null && channel.context() != context) {
+            throw new IllegalArgumentException(channel + " belongs to another context than " + context);
+        }
         if (compVector < 0 || compVector >= Math.max(1, context.numCompVectors())) {
             throw new IllegalArgumentException("completion vector " + compVector + " is not in [0, "
                     + context.numCompVectors() + ")");
         }
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment cq = (MemorySegment) CREATE.invokeExact(errno, ctx, entries, MemorySegment.NULL, ch, compVector);
-            if (cq.address() == 0) {
-                int e = Native.errno(errno);
-                throw new VerbsException("ibv_create_cq", e, e == Errno.EINVAL
-                        ? entries + " entries is more than the device's max_cqe" : Native.hint("ibv_create_cq", e));
-            }
-            return cq;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return Native.create("ibv_create_cq", e -> e == Errno.EINVAL
+                        ? entries + " entries is more than the device's max_cqe" : Native.MEMLOCK.explain(e),
+                c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx, entries, MemorySegment.NULL, ch, compVector));
     }
 
     /** The context it was created in. */
@@ -84,9 +78,10 @@ public final class CompletionQueue extends Resource {
      * @throws VerbsException if the provider reports an error (not a failed completion: those are data)
      */
     public int poll(WorkCompletions batch) {
+        Objects.requireNonNull(batch, "batch");
         int n;
         try {
-            n = (int) DataPath.POLL_CQ.invokeExact(pollFn, cq, batch.capacity, batch.segment);
+            n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.segment);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
@@ -94,7 +89,7 @@ public final class CompletionQueue extends Resource {
         }
         if (n < 0) {
             batch.count = 0;
-            throw Native.fail("ibv_poll_cq", -n);
+            throw Native.fail("ibv_poll_cq", -n, Native.NO_HINT);
         }
         batch.count = n;
         return n;
@@ -110,14 +105,14 @@ public final class CompletionQueue extends Resource {
         }
         int rc;
         try {
-            rc = (int) DataPath.REQ_NOTIFY_CQ.invokeExact(notifyFn, cq, solicitedOnly ? 1 : 0);
+            rc = (int) DataPath.REQ_NOTIFY_CQ.invokeExact(notifyFn, ptr(), solicitedOnly ? 1 : 0);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            throw Native.fail("ibv_req_notify_cq", rc);
+            throw Native.fail("ibv_req_notify_cq", rc, Native.NO_HINT);
         }
     }
 
@@ -126,15 +121,13 @@ public final class CompletionQueue extends Resource {
         if (entries <= 0) {
             throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);
         }
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) RESIZE.invokeExact(errno, handle(), entries);
-            Native.check("ibv_resize_cq", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        MemorySegment cq = handle();
+        Native.check("ibv_resize_cq", e -> e == Errno.EINVAL ? entries + " entries is more than the device's max_cqe, "
+                + "or fewer than the completions it holds now" : null,
+                c -> (int) RESIZE.invokeExact(c.errno(), cq, entries));
     }
 
+    /** {@code ibv_ack_cq_events}. */
     static void ackEvents(MemorySegment cq, int n) {
         try {
             ACK.invokeExact(cq, n);
@@ -143,14 +136,11 @@ public final class CompletionQueue extends Resource {
         }
     }
 
-    private IllegalStateException closed(IllegalStateException cause) {
-        return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
-    }
-
     @Override
     void destroy(MemorySegment address) {
+        Native.check("ibv_destroy_cq", e -> e == Errno.EBUSY ? "a queue pair still reports to it" : null,
+                c -> (int) DESTROY.invokeExact(c.errno(), address));
         context.unregister(address.address());
-        Native.destroy("ibv_destroy_cq", DESTROY, address);
     }
 
     @Override

@@ -1,12 +1,20 @@
 package io.github.panamaverbs.verbs;
 
+import java.util.Objects;
 import java.util.Set;
 
 /**
- * How {@link QueuePair#connect(RemoteEndpoint, ConnectOptions)} brings a queue pair to RTS: the local
- * port and GID index, the path MTU and the timers and retry counts of RTR and RTS. The defaults are
- * those of rdma-core's {@code ibv_rc_pingpong} (MTU 1024, timeout 14, retry 7, RNR retry 7, min RNR
- * timer 12, one outstanding read/atomic each way).
+ * How a queue pair is brought to RTS by {@link QueuePair#connect(RemoteEndpoint, ConnectOptions)} or
+ * step by step ({@link QueuePair#toInit}, {@link QueuePair#toRtr}, {@link QueuePair#toRts}): the
+ * local port and GID index, the path MTU, the Q_Key of a UD queue pair, and the timers and retry
+ * counts of RTR and RTS. Every setter checks its range and names the field it refuses.
+ *
+ * <p>The defaults are those of rdma-core's {@code ibv_rc_pingpong} (MTU 1024, ACK timeout 14, RNR
+ * retry 7, min RNR timer 12, one outstanding read/atomic each way) except the retry count: 6, not 7.
+ * Some providers (Soft-RoCE) treat a retry count of 7 as "retry forever", so a peer that died would
+ * never be reported; with 6 retries of a 67 ms timeout (4.096 µs × 2<sup>14</sup>) a dead peer turns
+ * the outstanding requests into {@link WcStatus#RETRY_EXC_ERR} after about half a second. A lower
+ * timeout or count reports it sooner, at the risk of giving up on a peer that is only slow.
  */
 public final class ConnectOptions {
     int port = 1;
@@ -16,18 +24,50 @@ public final class ConnectOptions {
     int hopLimit = 1;
     int trafficClass;
     int timeout = 14;
-    int retryCount = 7;
+    int retryCount = 6;
     int rnrRetry = 7;
     int minRnrTimer = 12;
     int maxRdAtomic = 1;
     int maxDestRdAtomic = 1;
     int pkeyIndex;
+    int qkey;
     Set<AccessFlag> access;
+
+    private ConnectOptions() {
+    }
 
     /** Defaults on {@code port}, with no GRH (InfiniBand within a subnet). */
     public static ConnectOptions port(int port) {
         ConnectOptions o = new ConnectOptions();
+        o.port = range("port", port, 1, 255);
+        return o;
+    }
+
+    private static int range(String field, int value, int min, int max) {
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(field + " must be in [" + min + ", " + max + "], not " + value);
+        }
+        return value;
+    }
+
+    /** A copy, to change without touching this one. */
+    public ConnectOptions copy() {
+        ConnectOptions o = new ConnectOptions();
         o.port = port;
+        o.gidIndex = gidIndex;
+        o.mtu = mtu;
+        o.serviceLevel = serviceLevel;
+        o.hopLimit = hopLimit;
+        o.trafficClass = trafficClass;
+        o.timeout = timeout;
+        o.retryCount = retryCount;
+        o.rnrRetry = rnrRetry;
+        o.minRnrTimer = minRnrTimer;
+        o.maxRdAtomic = maxRdAtomic;
+        o.maxDestRdAtomic = maxDestRdAtomic;
+        o.pkeyIndex = pkeyIndex;
+        o.qkey = qkey;
+        o.access = access;
         return o;
     }
 
@@ -41,79 +81,82 @@ public final class ConnectOptions {
         return gidIndex;
     }
 
-    /** Send a GRH from local GID {@code index}: needed on RoCE (perftest's {@code -x}, pingpong's {@code -g}). */
+    /** Send a GRH from local GID {@code index}: needed on RoCE (perftest's {@code -x}, pingpong's {@code -g}); -1 for none. */
     public ConnectOptions gidIndex(int index) {
-        if (index < -1 || index > 255) {
-            throw new IllegalArgumentException("GID index out of range: " + index);
-        }
-        this.gidIndex = index;
+        this.gidIndex = range("gidIndex", index, -1, 255);
         return this;
     }
 
     /** The path MTU. */
     public ConnectOptions mtu(Mtu mtu) {
-        this.mtu = mtu;
+        this.mtu = Objects.requireNonNull(mtu, "mtu");
         return this;
     }
 
-    /** The service level (IB) / priority. */
+    /** The service level (IB) / priority, 0 to 15. */
     public ConnectOptions serviceLevel(int sl) {
-        this.serviceLevel = sl;
+        this.serviceLevel = range("serviceLevel", sl, 0, 15);
         return this;
     }
 
-    /** The GRH hop limit. */
+    /** The GRH hop limit, 0 to 255. */
     public ConnectOptions hopLimit(int hopLimit) {
-        this.hopLimit = hopLimit;
+        this.hopLimit = range("hopLimit", hopLimit, 0, 255);
         return this;
     }
 
-    /** The GRH traffic class. */
+    /** The GRH traffic class, 0 to 255. */
     public ConnectOptions trafficClass(int trafficClass) {
-        this.trafficClass = trafficClass;
+        this.trafficClass = range("trafficClass", trafficClass, 0, 255);
         return this;
     }
 
-    /** The local ACK timeout exponent. */
+    /** The local ACK timeout exponent, 0 to 31: 4.096 µs × 2<sup>timeout</sup> (0: wait forever). */
     public ConnectOptions timeout(int timeout) {
-        this.timeout = timeout;
+        this.timeout = range("timeout", timeout, 0, 31);
         return this;
     }
 
-    /** Transport retries before {@link WcStatus#RETRY_EXC_ERR}. */
+    /** Transport retries before {@link WcStatus#RETRY_EXC_ERR}, 0 to 7 (7 is "forever" on some providers). */
     public ConnectOptions retryCount(int retryCount) {
-        this.retryCount = retryCount;
+        this.retryCount = range("retryCount", retryCount, 0, 7);
         return this;
     }
 
-    /** Receiver-not-ready retries (7: forever). */
+    /** Receiver-not-ready retries, 0 to 7 (7: forever). */
     public ConnectOptions rnrRetry(int rnrRetry) {
-        this.rnrRetry = rnrRetry;
+        this.rnrRetry = range("rnrRetry", rnrRetry, 0, 7);
         return this;
     }
 
-    /** Minimum RNR NAK timer. */
+    /** Minimum RNR NAK timer, 0 to 31 (an index into the IB spec's table of delays). */
     public ConnectOptions minRnrTimer(int minRnrTimer) {
-        this.minRnrTimer = minRnrTimer;
+        this.minRnrTimer = range("minRnrTimer", minRnrTimer, 0, 31);
         return this;
     }
 
-    /** Outstanding RDMA reads and atomics, each direction. */
+    /** Outstanding RDMA reads and atomics, each direction, 0 to 255. */
     public ConnectOptions readAtomicDepth(int n) {
-        this.maxRdAtomic = n;
+        this.maxRdAtomic = range("readAtomicDepth", n, 0, 255);
         this.maxDestRdAtomic = n;
         return this;
     }
 
     /** The remote operations peers may do on this queue pair; default: all its type allows. */
     public ConnectOptions access(Set<AccessFlag> access) {
-        this.access = Set.copyOf(access);
+        this.access = Set.copyOf(Objects.requireNonNull(access, "access"));
         return this;
     }
 
-    /** The partition key index. */
+    /** The partition key index, 0 to 65535. */
     public ConnectOptions pkeyIndex(int index) {
-        this.pkeyIndex = index;
+        this.pkeyIndex = range("pkeyIndex", index, 0, 0xffff);
+        return this;
+    }
+
+    /** The Q_Key of a UD queue pair (set in INIT); datagrams whose Q_Key differs are dropped. */
+    public ConnectOptions qkey(int qkey) {
+        this.qkey = qkey;
         return this;
     }
 }

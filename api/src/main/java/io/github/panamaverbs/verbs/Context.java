@@ -12,14 +12,17 @@ import io.github.panamaverbs.bindings.ibv_device_attr_ex;
 import io.github.panamaverbs.bindings.ibv_gid_entry;
 import io.github.panamaverbs.bindings.ibv_port_attr;
 import io.github.panamaverbs.bindings.verbs_context;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -44,11 +47,11 @@ public final class Context extends Resource {
     private static final MethodHandle ACK_ASYNC_EVENT = Native.plain(
             Verbs.ibv_ack_async_event$address(), Verbs.ibv_ack_async_event$descriptor());
     /** verbs_context.query_port(ctx, port, attr, size): called through the pointer, as the inline ibv_query_port does. */
-    private static final MethodHandle QUERY_PORT_EX = Native.LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    private static final MethodHandle QUERY_PORT_EX = Native.withErrno(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG));
     /** verbs_context.query_device_ex(ctx, input, attr, size). */
-    private static final MethodHandle QUERY_DEVICE_EX = Native.LINKER.downcallHandle(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    private static final MethodHandle QUERY_DEVICE_EX = Native.withErrno(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG));
 
     private final Device device;
     /** The extended context ({@code verbs_get_ctx}), or NULL for a provider without one. */
@@ -60,6 +63,7 @@ public final class Context extends Resource {
         super(context, ibv_context.sizeof());
         this.device = device;
         this.verbsContext = extended(handle());
+        Native.setNonBlocking(ibv_context.async_fd(handle()), "async_fd");
     }
 
     /** {@code verbs_get_ctx}: the verbs_context that contains this ibv_context, if the provider has one. */
@@ -101,25 +105,22 @@ public final class Context extends Resource {
      */
     public DeviceAttributes queryDevice() {
         MemorySegment ctx = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment attr = call.allocate(ibv_device_attr_ex.layout());
-            MemorySegment errno = Native.errnoSegment(call);
+        return Native.call(c -> {
+            MemorySegment attr = c.allocate(ibv_device_attr_ex.layout());
             MemorySegment fn = extendedOp(verbs_context.query_device_ex$offset());
             int rc = Errno.EOPNOTSUPP;
             if (fn.address() != 0) {
-                rc = (int) QUERY_DEVICE_EX.invokeExact(fn, errno, ctx, MemorySegment.NULL, attr, ibv_device_attr_ex.sizeof());
+                rc = (int) QUERY_DEVICE_EX.invokeExact(fn, c.errno(), ctx, MemorySegment.NULL, attr, ibv_device_attr_ex.sizeof());
             }
             if (rc == Errno.EOPNOTSUPP || rc == Errno.ENOSYS) {
                 attr.fill((byte) 0);
-                rc = (int) QUERY_DEVICE.invokeExact(errno, ctx, ibv_device_attr_ex.orig_attr(attr));
-                Native.check("ibv_query_device", rc, errno);
+                rc = (int) QUERY_DEVICE.invokeExact(c.errno(), ctx, ibv_device_attr_ex.orig_attr(attr));
+                Native.checkStatus("ibv_query_device", Native.NO_HINT, rc, c);
             } else {
-                Native.check("ibv_query_device_ex", rc, errno);
+                Native.checkStatus("ibv_query_device_ex", Native.NO_HINT, rc, c);
             }
             return new DeviceAttributes(attr);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 
     /**
@@ -131,40 +132,28 @@ public final class Context extends Resource {
     public PortAttributes queryPort(int port) {
         checkPort(port);
         MemorySegment ctx = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment attr = call.allocate(ibv_port_attr.layout());
-            MemorySegment errno = Native.errnoSegment(call);
+        return Native.call(c -> {
+            MemorySegment attr = c.allocate(ibv_port_attr.layout());
             MemorySegment fn = extendedOp(verbs_context.query_port$offset());
-            int rc;
-            if (fn.address() != 0) {
-                rc = (int) QUERY_PORT_EX.invokeExact(fn, errno, ctx, (byte) port, attr, ibv_port_attr.sizeof());
-            } else {
-                rc = (int) QUERY_PORT_COMPAT.invokeExact(errno, ctx, (byte) port, attr);
-            }
-            if (rc != 0) {
-                int e = rc > 0 ? rc : Native.errno(errno);
-                throw new VerbsException("ibv_query_port", e, e == Errno.EINVAL
-                        ? "port " + port + " does not exist on " + device.name() : null);
-            }
+            int rc = fn.address() != 0
+                    ? (int) QUERY_PORT_EX.invokeExact(fn, c.errno(), ctx, (byte) port, attr, ibv_port_attr.sizeof())
+                    : (int) QUERY_PORT_COMPAT.invokeExact(c.errno(), ctx, (byte) port, attr);
+            Native.checkStatus("ibv_query_port", e -> e == Errno.EINVAL
+                    ? "port " + port + " does not exist on " + device.name() : null, rc, c);
             return new PortAttributes(attr);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 
     /** {@code ibv_query_gid}: entry {@code index} of the GID table of {@code port}. */
     public Gid queryGid(int port, int index) {
         checkPort(port);
         MemorySegment ctx = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment gid = call.allocate(16, 8);
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) QUERY_GID.invokeExact(errno, ctx, (byte) port, index, gid);
-            Native.check("ibv_query_gid", rc, errno);
+        return Native.call(c -> {
+            MemorySegment gid = c.allocate(ValueLayout.JAVA_LONG, 2);
+            Native.checkStatus("ibv_query_gid", e -> e == Errno.EINVAL ? "no GID index " + index + " on port " + port
+                    + " of " + device.name() : null, (int) QUERY_GID.invokeExact(c.errno(), ctx, (byte) port, index, gid), c);
             return Gid.read(gid, 0);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 
     /**
@@ -178,12 +167,12 @@ public final class Context extends Resource {
         for (int p = 1; p <= ports; p++) {
             max += queryPort(p).gidTblLen();
         }
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment entries = call.allocate(ibv_gid_entry.layout(), Math.max(1, max));
-            MemorySegment errno = Native.errnoSegment(call);
-            long n = (long) QUERY_GID_TABLE.invokeExact(errno, ctx, entries, max, 0, ibv_gid_entry.sizeof());
+        long capacity = max;
+        return Native.call(c -> {
+            MemorySegment entries = c.allocate(ibv_gid_entry.layout(), Math.max(1, capacity));
+            long n = (long) QUERY_GID_TABLE.invokeExact(c.errno(), ctx, entries, capacity, 0, ibv_gid_entry.sizeof());
             if (n < 0) {
-                throw Native.fail("ibv_query_gid_table", (int) -n);
+                throw Native.fail("ibv_query_gid_table", (int) -n, Native.NO_HINT);
             }
             List<GidEntry> result = new ArrayList<>((int) n);
             for (long i = 0; i < n; i++) {
@@ -193,9 +182,7 @@ public final class Context extends Resource {
                         ibv_gid_entry.ndev_ifindex(e)));
             }
             return List.copyOf(result);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 
     /**
@@ -207,16 +194,28 @@ public final class Context extends Resource {
      * @return the event, or empty if none came in time
      */
     public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        long deadline = Native.deadline(timeout);
         int fd = ibv_context.async_fd(handle());
-        if (!Native.awaitReadable(fd, timeout, "async_fd")) {
-            return Optional.empty();
+        while (Native.awaitReadable(fd, deadline, toString(), this::isOpen)) {
+            Optional<AsyncEvent> event = readAsyncEvent();
+            if (event.isPresent()) {
+                return event;
+            }
         }
+        return Optional.empty();
+    }
+
+    /** {@code ibv_get_async_event} on the non-blocking fd: empty if another thread took the event. */
+    private Optional<AsyncEvent> readAsyncEvent() {
         MemorySegment ctx = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment event = call.allocate(ibv_async_event.layout());
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) GET_ASYNC_EVENT.invokeExact(errno, ctx, event);
-            Native.check("ibv_get_async_event", rc, errno);
+        return Native.call(c -> {
+            MemorySegment event = c.allocate(ibv_async_event.layout());
+            int rc = (int) GET_ASYNC_EVENT.invokeExact(c.errno(), ctx, event);
+            if (rc != 0 && c.lastErrno() == Errno.EAGAIN) {
+                return Optional.empty();
+            }
+            Native.checkStatus("ibv_get_async_event", Native.NO_HINT, rc, c);
             AsyncEventType type = AsyncEventType.of(ibv_async_event.event_type(event));
             long element = event.get(JAVA_LONG, ibv_async_event.element$offset());
             AsyncEvent result = switch (type) {
@@ -227,9 +226,7 @@ public final class Context extends Resource {
             };
             ACK_ASYNC_EVENT.invokeExact(event);
             return Optional.of(result);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 
     /** {@code ibv_alloc_pd}: a new protection domain. */
@@ -259,9 +256,7 @@ public final class Context extends Resource {
      * @param compVector the completion vector, in {@code [0, numCompVectors())}
      */
     public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel, int compVector) {
-        if (channel == null) {
-            throw new IllegalArgumentException("channel is null; use createCompletionQueue(entries) for none");
-        }
+        Objects.requireNonNull(channel, "channel (use createCompletionQueue(entries) for none)");
         return new CompletionQueue(this, entries, channel, compVector);
     }
 
@@ -285,7 +280,7 @@ public final class Context extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        Native.destroy("ibv_close_device", CLOSE_DEVICE, address);
+        Native.check("ibv_close_device", Native.NO_HINT, c -> (int) CLOSE_DEVICE.invokeExact(c.errno(), address));
     }
 
     @Override

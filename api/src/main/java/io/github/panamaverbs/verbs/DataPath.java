@@ -1,5 +1,7 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 

@@ -5,7 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_device;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
@@ -78,8 +79,8 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
             }
             String found = devices.isEmpty() ? "none"
                     : devices.stream().map(d -> ibv_device.name(d).getString(0)).collect(Collectors.joining(", "));
-            throw new VerbsException("ibv_open_device", Errno.ENODEV,
-                    "no RDMA device named " + name + "; found: " + found);
+            throw new VerbsException("ibv_open_device", Errno.ENODEV, "no RDMA device named " + name + "; found: " + found
+                    + (devices.isEmpty() ? " (" + openHint(Errno.ENODEV) + ")" : ""));
         });
     }
 
@@ -112,16 +113,18 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
     }
 
     private static Context openDevice(MemorySegment device) {
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment ctx = (MemorySegment) OPEN_DEVICE.invokeExact(errno, device);
-            if (ctx.address() == 0) {
-                throw Native.fail("ibv_open_device", Native.errno(errno));
-            }
-            return new Context(ctx, describe(device));
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        MemorySegment ctx = Native.create("ibv_open_device", Device::openHint,
+                c -> (MemorySegment) OPEN_DEVICE.invokeExact(c.errno(), device));
+        return new Context(ctx, describe(device));
+    }
+
+    static String openHint(int errno) {
+        return switch (errno) {
+            case Errno.ENOSYS, Errno.ENODEV -> "no RDMA support: the kernel has no RDMA devices "
+                    + "(load rdma_rxe or siw, or run under scripts/with-rdma)";
+            case Errno.EACCES, Errno.EPERM -> "no permission for /dev/infiniband/uverbs*";
+            default -> null;
+        };
     }
 
     /**
@@ -130,16 +133,15 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
      * list here, and NULL is never passed to {@code ibv_free_device_list}.
      */
     private static <T> T withDeviceList(Function<List<MemorySegment>, T> action) {
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment count = call.allocate(JAVA_INT);
-            MemorySegment list = (MemorySegment) GET_DEVICE_LIST.invokeExact(errno, count);
+        return Native.call(c -> {
+            MemorySegment count = c.allocate(JAVA_INT);
+            MemorySegment list = (MemorySegment) GET_DEVICE_LIST.invokeExact(c.errno(), count);
             if (list.address() == 0) {
-                int e = Native.errno(errno);
+                int e = c.lastErrno();
                 if (e == Errno.ENOSYS || e == Errno.ENODEV || e == Errno.ENOENT || e == 0) {
                     return action.apply(List.of());
                 }
-                throw Native.fail("ibv_get_device_list", e);
+                throw Native.fail("ibv_get_device_list", e, Native.NO_HINT);
             }
             try {
                 int n = count.get(JAVA_INT, 0);
@@ -152,8 +154,6 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
             } finally {
                 FREE_DEVICE_LIST.invokeExact(list);
             }
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 }

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** The type of a GID table entry: {@code enum ibv_gid_type}. */
 public enum GidType {
@@ -11,9 +12,9 @@ public enum GidType {
     /** {@code IBV_GID_TYPE_ROCE_V2}: RoCE v2: UDP/IP */
     ROCE_V2(Verbs.IBV_GID_TYPE_ROCE_V2());
 
-    final int value;
+    private static final CEnum<GidType> C = new CEnum<>(GidType.class, GidType::value);
 
-    private static final GidType[] VALUES = values();
+    final int value;
 
     GidType(int value) {
         this.value = value;
@@ -26,11 +27,6 @@ public enum GidType {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static GidType of(int value) {
-        for (GidType v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no GidType with value " + value);
+        return C.of(value);
     }
 }

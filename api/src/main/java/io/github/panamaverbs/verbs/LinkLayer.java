@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** The link layer under a port: {@code IBV_LINK_LAYER_*}. */
 public enum LinkLayer {
@@ -11,9 +12,9 @@ public enum LinkLayer {
     /** {@code IBV_LINK_LAYER_ETHERNET}: RoCE or iWARP */
     ETHERNET(Verbs.IBV_LINK_LAYER_ETHERNET());
 
-    final int value;
+    private static final CEnum<LinkLayer> C = new CEnum<>(LinkLayer.class, LinkLayer::value);
 
-    private static final LinkLayer[] VALUES = values();
+    final int value;
 
     LinkLayer(int value) {
         this.value = value;
@@ -26,11 +27,6 @@ public enum LinkLayer {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static LinkLayer of(int value) {
-        for (LinkLayer v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no LinkLayer with value " + value);
+        return C.of(value);
     }
 }

@@ -2,18 +2,31 @@ package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_mr;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.EnumSet;
+import java.util.Objects;
 import java.util.Set;
 
 /**
  * Registered memory ({@code struct ibv_mr}): a native {@link MemorySegment} the device may read and
  * write, named in work requests by its {@link #lkey()} (locally) and {@link #rkey()} (by peers).
  *
- * <p>The region keeps its segment reachable. The segment's arena must stay open while the region is
- * registered: a work request over a segment whose arena has been closed is refused in Java.
+ * <p><b>Memory the device can reach is never freed under it.</b> A region is tied to the arena of
+ * its memory: {@link ProtectionDomain#allocateAndRegister(long, AccessFlag...)} owns its memory and
+ * frees it only after deregistering; {@link ProtectionDomain#register(Arena, MemorySegment, AccessFlag...)}
+ * takes the caller's arena and deregisters when that arena is closed, before the arena frees the
+ * memory, so a peer's RDMA write or a posted receive that comes later fails with a completion error
+ * (the key is gone) instead of landing in memory that now belongs to something else. A region whose
+ * memory is gone refuses new work requests in Java; close it as usual. An automatic arena's memory
+ * stays reachable as long as the region is; when both become unreachable the registration goes with
+ * the arena.
+ *
+ * <p>A buffer named by a posted work request belongs to the device until that request's completion
+ * is polled: change, reuse or free it only then.
  */
 public final class MemoryRegion extends Resource {
     /** Page size used by {@link ProtectionDomain#allocateAndRegister(long, AccessFlag...)}. */
@@ -29,51 +42,91 @@ public final class MemoryRegion extends Resource {
             Verbs.ibv_rereg_mr$address(), Verbs.ibv_rereg_mr$descriptor());
     private static final int OPTIONAL_RANGE = Verbs.IBV_ACCESS_OPTIONAL_RANGE();
 
+    /**
+     * The registration itself, shared with the cleanup action of the memory's arena. It holds
+     * neither the region nor the segment, so that an automatic arena can still become unreachable.
+     */
+    private static final class Registration {
+        private final long mr;
+        /** Bumped by each reregistration: the cleanup of an arena whose memory is no longer registered does nothing. */
+        private int generation;
+        private boolean deregistered;
+
+        Registration(long mr) {
+            this.mr = mr;
+        }
+
+        /** Deregisters unless done already; true if this call did it. */
+        synchronized boolean deregister() {
+            if (deregistered) {
+                return false;
+            }
+            MemorySegment address = MemorySegment.ofAddress(mr);
+            Native.check("ibv_dereg_mr", Native.NO_HINT, c -> (int) DEREG_MR.invokeExact(c.errno(), address));
+            deregistered = true;
+            return true;
+        }
+
+        /** The arena of generation {@code g} closed: its memory is about to be freed. */
+        synchronized void arenaClosed(int g) {
+            if (g == generation && !deregistered) {
+                deregister();
+            }
+        }
+
+        synchronized boolean isLive() {
+            return !deregistered;
+        }
+    }
+
     private final ProtectionDomain pd;
     private final Arena ownedArena;
+    private final Registration registration;
     private volatile MemorySegment segment;
     private volatile Set<AccessFlag> access;
     private volatile int lkey;
     private volatile int rkey;
 
-    MemoryRegion(ProtectionDomain pd, MemorySegment segment, Set<AccessFlag> access, Arena ownedArena) {
-        super(register(pd, segment, access), ibv_mr.sizeof(), pd);
+    /**
+     * Registers {@code segment} of {@code arena}; {@code owned} when the region owns the arena (it
+     * closes it after deregistering), else the arena's closing deregisters.
+     */
+    MemoryRegion(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access, boolean owned) {
+        super(register(pd, arena, segment, access), ibv_mr.sizeof(), pd);
         this.pd = pd;
-        this.ownedArena = ownedArena;
+        this.ownedArena = owned ? arena : null;
+        this.registration = new Registration(ptr().address());
         this.segment = segment;
         this.access = withImplied(access);
         refreshKeys();
+        if (!owned) {
+            tie(arena, 0);
+        }
     }
 
-    private static MemorySegment register(ProtectionDomain pd, MemorySegment segment, Set<AccessFlag> access) {
-        checkSegment(segment);
+    /** Makes the closing of {@code arena} deregister first, if generation {@code g} is still the registered one. */
+    private void tie(Arena arena, int g) {
+        Registration r = registration;
+        MemorySegment.NULL.reinterpret(arena, ignored -> r.arenaClosed(g));
+    }
+
+    private static MemorySegment register(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access) {
+        checkSegment(arena, segment);
+        Objects.requireNonNull(access, "access");
         MemorySegment pdHandle = checkOpen(pd);
         int flags = AccessFlag.mask(withImplied(access));
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment mr;
-            if ((flags & OPTIONAL_RANGE) != 0) {
-                // What the ibv_reg_mr macro does for optional access flags (relaxed ordering).
-                mr = (MemorySegment) REG_MR_IOVA2.invokeExact(errno, pdHandle, segment, segment.byteSize(),
-                        segment.address(), flags);
-            } else {
-                mr = (MemorySegment) REG_MR.invokeExact(errno, pdHandle, segment, segment.byteSize(), flags);
-            }
-            if (mr.address() == 0) {
-                int e = Native.errno(errno);
-                throw new VerbsException("ibv_reg_mr", e, Native.hint("ibv_reg_mr", e) != null
-                        ? Native.hint("ibv_reg_mr", e) + " (registering " + segment.byteSize() + " bytes)" : null);
-            }
-            return mr;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return Native.create("ibv_reg_mr", e -> Native.MEMLOCK.explain(e) != null
+                        ? Native.MEMLOCK.explain(e) + " (registering " + segment.byteSize() + " bytes)" : null,
+                c -> (flags & OPTIONAL_RANGE) != 0
+                        // What the ibv_reg_mr macro does for optional access flags (relaxed ordering).
+                        ? (MemorySegment) REG_MR_IOVA2.invokeExact(c.errno(), pdHandle, segment, segment.byteSize(),
+                                segment.address(), flags)
+                        : (MemorySegment) REG_MR.invokeExact(c.errno(), pdHandle, segment, segment.byteSize(), flags));
     }
 
-    private static void checkSegment(MemorySegment segment) {
-        if (segment == null) {
-            throw new IllegalArgumentException("segment is null");
-        }
+    private static void checkSegment(Arena arena, MemorySegment segment) {
+        Objects.requireNonNull(arena, "arena");
+        Objects.requireNonNull(segment, "segment");
         if (!segment.isNative()) {
             throw new IllegalArgumentException("cannot register a heap segment: the device can only reach native memory "
                     + "(allocate it from an Arena)");
@@ -83,6 +136,10 @@ public final class MemoryRegion extends Resource {
         }
         if (!segment.scope().isAlive()) {
             throw new IllegalStateException("cannot register a segment whose arena is already closed");
+        }
+        if (!segment.scope().equals(arena.scope())) {
+            throw new IllegalArgumentException("the segment does not belong to the arena given: the registration "
+                    + "must be tied to the arena that frees the memory (or use allocateAndRegister, which owns its memory)");
         }
         if (segment.byteSize() == 0) {
             throw new IllegalArgumentException("cannot register an empty segment");
@@ -138,24 +195,30 @@ public final class MemoryRegion extends Resource {
     }
 
     /**
-     * {@code ibv_rereg_mr}: registers a different segment and/or access rights under this region.
-     * Keys may change; read them again afterwards.
+     * {@code ibv_rereg_mr}: registers {@code newSegment} of {@code arena} and/or other access rights
+     * under this region, tied to {@code arena} as {@link ProtectionDomain#register(Arena, MemorySegment, AccessFlag...)}
+     * ties it. Keys may change; read them again afterwards.
      */
-    public void reregister(MemorySegment newSegment, Set<AccessFlag> newAccess) {
-        checkSegment(newSegment);
-        Set<AccessFlag> flags = withImplied(newAccess);
+    public void reregister(Arena arena, MemorySegment newSegment, Set<AccessFlag> newAccess) {
+        checkSegment(arena, newSegment);
+        Set<AccessFlag> flags = withImplied(Objects.requireNonNull(newAccess, "newAccess"));
         MemorySegment mr = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) REREG_MR.invokeExact(errno, mr,
-                    Verbs.IBV_REREG_MR_CHANGE_TRANSLATION() | Verbs.IBV_REREG_MR_CHANGE_ACCESS(),
-                    MemorySegment.NULL, newSegment, newSegment.byteSize(), AccessFlag.mask(flags));
-            if (rc != 0) {
-                int e = Native.errno(errno);
-                throw new VerbsException("ibv_rereg_mr", e != 0 ? e : Errno.EINVAL, "rereg error code " + rc);
+        synchronized (registration) {
+            if (!registration.isLive()) {
+                throw new IllegalStateException(this + " was deregistered when the arena of its memory closed");
             }
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
+            int rc = Native.call(c -> (int) REREG_MR.invokeExact(c.errno(), mr,
+                    Verbs.IBV_REREG_MR_CHANGE_TRANSLATION() | Verbs.IBV_REREG_MR_CHANGE_ACCESS(),
+                    MemorySegment.NULL, newSegment, newSegment.byteSize(), AccessFlag.mask(flags)));
+            if (rc != 0) {
+                // ibv_rereg_mr returns an enum ibv_rereg_mr_err_code and sets errno.
+                throw new VerbsException("ibv_rereg_mr", Errno.EOPNOTSUPP, "rereg error code " + rc
+                        + "; the region keeps its old memory");
+            }
+            registration.generation++;
+            if (ownedArena == null) {
+                tie(arena, registration.generation);
+            }
         }
         this.segment = newSegment;
         this.access = flags;
@@ -178,7 +241,8 @@ public final class MemoryRegion extends Resource {
     /** Throws if the registered memory has been freed or the region deregistered. */
     void checkMemory() {
         if (!segment.scope().isAlive()) {
-            throw new IllegalStateException("the memory of " + this + " has been freed (its arena is closed)");
+            throw new IllegalStateException("the memory of " + this + " has been freed (its arena is closed) "
+                    + "and the region deregistered with it");
         }
         if (!isOpen()) {
             throw new IllegalStateException(this + " is closed");
@@ -187,7 +251,7 @@ public final class MemoryRegion extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        Native.destroy("ibv_dereg_mr", DEREG_MR, address);
+        registration.deregister();
         if (ownedArena != null) {
             ownedArena.close(); // only once the device no longer uses the memory
         }

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** Path MTU: {@code enum ibv_mtu}. */
 public enum Mtu {
@@ -15,9 +16,9 @@ public enum Mtu {
     /** {@code IBV_MTU_4096} */
     MTU_4096(Verbs.IBV_MTU_4096());
 
-    final int value;
+    private static final CEnum<Mtu> C = new CEnum<>(Mtu.class, Mtu::value);
 
-    private static final Mtu[] VALUES = values();
+    final int value;
 
     Mtu(int value) {
         this.value = value;
@@ -30,12 +31,7 @@ public enum Mtu {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static Mtu of(int value) {
-        for (Mtu v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no Mtu with value " + value);
+        return C.of(value);
     }
 
     /** The MTU in bytes: 256 … 4096. */
@@ -45,7 +41,7 @@ public enum Mtu {
 
     /** The MTU of {@code bytes} bytes; throws {@link IllegalArgumentException} for other sizes. */
     public static Mtu ofBytes(int bytes) {
-        for (Mtu m : VALUES) {
+        for (Mtu m : values()) {
             if (m.bytes() == bytes) {
                 return m;
             }

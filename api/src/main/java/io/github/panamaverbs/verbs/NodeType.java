@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** What kind of node a device is: {@code enum ibv_node_type}. */
 public enum NodeType {
@@ -21,18 +22,21 @@ public enum NodeType {
     /** {@code IBV_NODE_UNSPECIFIED} */
     UNSPECIFIED(Verbs.IBV_NODE_UNSPECIFIED());
 
+    private static final CEnum<NodeType> C = new CEnum<>(NodeType.class, NodeType::value);
+
     final int value;
 
     NodeType(int value) {
         this.value = value;
     }
 
-    static NodeType of(int value) {
-        for (NodeType t : values()) {
-            if (t.value == value) {
-                return t;
-            }
-        }
-        return UNKNOWN;
+    /** The C value of this constant. */
+    public int value() {
+        return value;
+    }
+
+    /** The constant whose C value is {@code value}; {@link #UNKNOWN} for values this binding does not know. */
+    public static NodeType of(int value) {
+        return C.of(value, UNKNOWN);
     }
 }

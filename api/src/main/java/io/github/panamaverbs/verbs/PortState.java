@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** Logical port state: {@code enum ibv_port_state}. */
 public enum PortState {
@@ -17,9 +18,9 @@ public enum PortState {
     /** {@code IBV_PORT_ACTIVE_DEFER} */
     ACTIVE_DEFER(Verbs.IBV_PORT_ACTIVE_DEFER());
 
-    final int value;
+    private static final CEnum<PortState> C = new CEnum<>(PortState.class, PortState::value);
 
-    private static final PortState[] VALUES = values();
+    final int value;
 
     PortState(int value) {
         this.value = value;
@@ -32,11 +33,6 @@ public enum PortState {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static PortState of(int value) {
-        for (PortState v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no PortState with value " + value);
+        return C.of(value);
     }
 }

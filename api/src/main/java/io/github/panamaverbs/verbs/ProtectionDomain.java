@@ -2,10 +2,13 @@ package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_pd;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.EnumSet;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -27,16 +30,7 @@ public final class ProtectionDomain extends Resource {
 
     private static MemorySegment allocate(Context context) {
         MemorySegment ctx = checkOpen(context);
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment pd = (MemorySegment) ALLOC_PD.invokeExact(errno, ctx);
-            if (pd.address() == 0) {
-                throw Native.fail("ibv_alloc_pd", Native.errno(errno));
-            }
-            return pd;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return Native.create("ibv_alloc_pd", Native.NO_HINT, c -> (MemorySegment) ALLOC_PD.invokeExact(c.errno(), ctx));
     }
 
     /** The context this domain belongs to. */
@@ -45,38 +39,58 @@ public final class ProtectionDomain extends Resource {
     }
 
     /**
-     * {@code ibv_reg_mr}: registers {@code segment} with the device, so that work requests may use it.
-     * With no flags it gets least privilege: only {@link AccessFlag#LOCAL_WRITE}, enough to receive into
-     * it and to send from it. Ask for remote access explicitly.
+     * {@code ibv_reg_mr}: registers {@code segment}, memory of the caller's {@code arena}, with the
+     * device, so that work requests may use it. The registration is tied to the arena: closing the
+     * arena deregisters the region before the memory is freed (see {@link MemoryRegion}). With no
+     * flags it gets least privilege: only {@link AccessFlag#LOCAL_WRITE}, enough to receive into it
+     * and to send from it. Ask for remote access explicitly.
      *
-     * @param segment a native, writable segment whose arena stays open while it is registered
+     * @param arena   the arena {@code segment} was allocated from (for memory that is never freed,
+     *                such as a mapping of {@code MemorySegment.ofAddress}, {@link Arena#global()})
+     * @param segment a native, writable segment of {@code arena}
      * @param access  the access rights; {@code REMOTE_WRITE} and {@code REMOTE_ATOMIC} need {@code LOCAL_WRITE}, which is added
-     * @throws IllegalArgumentException for a heap, read-only or empty segment
+     * @throws IllegalArgumentException for a heap, read-only or empty segment, or one of another arena
      * @throws IllegalStateException    if the segment's arena is already closed
      * @throws VerbsException           if registration fails; {@code ENOMEM} usually means the memlock limit
      */
-    public MemoryRegion register(MemorySegment segment, AccessFlag... access) {
-        return register(segment, access.length == 0 ? EnumSet.noneOf(AccessFlag.class) : EnumSet.of(access[0], access));
+    public MemoryRegion register(Arena arena, MemorySegment segment, AccessFlag... access) {
+        return register(arena, segment, flags(access));
     }
 
-    /** {@code ibv_reg_mr} with a set of access flags; see {@link #register(MemorySegment, AccessFlag...)}. */
-    public MemoryRegion register(MemorySegment segment, Set<AccessFlag> access) {
-        return new MemoryRegion(this, segment, access, null);
+    /** {@code ibv_reg_mr} with a set of access flags; see {@link #register(Arena, MemorySegment, AccessFlag...)}. */
+    public MemoryRegion register(Arena arena, MemorySegment segment, Set<AccessFlag> access) {
+        return new MemoryRegion(this, arena, segment, access, false);
+    }
+
+    private static Set<AccessFlag> flags(AccessFlag... access) {
+        Objects.requireNonNull(access, "access");
+        EnumSet<AccessFlag> set = EnumSet.noneOf(AccessFlag.class);
+        for (AccessFlag f : access) {
+            set.add(Objects.requireNonNull(f, "access flag"));
+        }
+        return set;
     }
 
     /**
-     * Allocates {@code size} bytes of page-aligned native memory and registers it. The memory is freed
-     * when the region is closed.
+     * Allocates {@code size} bytes of page-aligned native memory and registers it: the safe default,
+     * since the region owns the memory and frees it only after deregistering, when it is closed.
+     *
+     * @throws IllegalArgumentException if {@code size} is not positive or cannot be allocated
      */
     public MemoryRegion allocateAndRegister(long size, AccessFlag... access) {
         if (size <= 0) {
             throw new IllegalArgumentException("size must be positive, not " + size);
         }
+        Set<AccessFlag> flags = flags(access);
         Arena arena = Arena.ofShared();
         try {
-            MemorySegment segment = arena.allocate(size, MemoryRegion.PAGE_SIZE);
-            return new MemoryRegion(this, segment,
-                    access.length == 0 ? EnumSet.noneOf(AccessFlag.class) : EnumSet.of(access[0], access), arena);
+            MemorySegment segment;
+            try {
+                segment = arena.allocate(size, MemoryRegion.PAGE_SIZE);
+            } catch (OutOfMemoryError e) {
+                throw new IllegalArgumentException("cannot allocate " + size + " bytes of native memory", e);
+            }
+            return new MemoryRegion(this, arena, segment, flags, true);
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;
@@ -84,8 +98,8 @@ public final class ProtectionDomain extends Resource {
     }
 
     /** {@code ibv_create_qp}: a queue pair in state RESET. */
-    public QueuePair createQueuePair(QueuePair.Config config) {
-        return new QueuePair(this, config);
+    public QueuePair createQueuePair(QpInitAttributes init) {
+        return new QueuePair(this, init);
     }
 
     /**
@@ -105,7 +119,8 @@ public final class ProtectionDomain extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        Native.destroy("ibv_dealloc_pd", DEALLOC_PD, address);
+        Native.check("ibv_dealloc_pd", e -> e == Errno.EBUSY ? "something created outside this binding still uses it" : null,
+                c -> (int) DEALLOC_PD.invokeExact(c.errno(), address));
     }
 
     @Override

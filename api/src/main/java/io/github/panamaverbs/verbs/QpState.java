@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** Queue pair state: {@code enum ibv_qp_state}. */
 public enum QpState {
@@ -21,9 +22,9 @@ public enum QpState {
     /** {@code IBV_QPS_UNKNOWN} */
     UNKNOWN(Verbs.IBV_QPS_UNKNOWN());
 
-    final int value;
+    private static final CEnum<QpState> C = new CEnum<>(QpState.class, QpState::value);
 
-    private static final QpState[] VALUES = values();
+    final int value;
 
     QpState(int value) {
         this.value = value;
@@ -36,11 +37,6 @@ public enum QpState {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static QpState of(int value) {
-        for (QpState v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no QpState with value " + value);
+        return C.of(value);
     }
 }

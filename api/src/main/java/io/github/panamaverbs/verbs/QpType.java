@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** Queue pair transport type: {@code enum ibv_qp_type}. */
 public enum QpType {
@@ -19,9 +20,9 @@ public enum QpType {
     /** {@code IBV_QPT_DRIVER} */
     DRIVER(Verbs.IBV_QPT_DRIVER());
 
-    final int value;
+    private static final CEnum<QpType> C = new CEnum<>(QpType.class, QpType::value);
 
-    private static final QpType[] VALUES = values();
+    final int value;
 
     QpType(int value) {
         this.value = value;
@@ -34,11 +35,6 @@ public enum QpType {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static QpType of(int value) {
-        for (QpType v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no QpType with value " + value);
+        return C.of(value);
     }
 }

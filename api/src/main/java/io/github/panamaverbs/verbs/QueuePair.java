@@ -1,30 +1,35 @@
 package io.github.panamaverbs.verbs;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_qp;
-import io.github.panamaverbs.bindings.ibv_qp_attr;
 import io.github.panamaverbs.bindings.ibv_qp_cap;
 import io.github.panamaverbs.bindings.ibv_qp_init_attr;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.security.SecureRandom;
+import java.util.Objects;
 
 /**
  * A queue pair ({@code struct ibv_qp}): a send queue and a receive queue, the endpoint of RDMA
- * communication. Created in state RESET by {@link ProtectionDomain#createQueuePair(Config)}; a
- * connected (RC, UC) queue pair is brought to RTS with {@link #connect(RemoteEndpoint, ConnectOptions)}
- * once the peer's {@link RemoteEndpoint} is known, a UD one with {@link #activateDatagram(ConnectOptions, int)}.
+ * communication. Created in state RESET by {@link ProtectionDomain#createQueuePair(QpInitAttributes)}
+ * and brought to RTS through the states of the verbs: {@link #toInit(ConnectOptions)} (receives may
+ * be posted from here on), {@link #toRtr(RemoteEndpoint, ConnectOptions)} (ready to receive from the
+ * peer), {@link #toRts(ConnectOptions)} (ready to send). {@link #connect(RemoteEndpoint, ConnectOptions)}
+ * does all three once the peer's {@link RemoteEndpoint} is known; for UD it needs no remote.
  *
  * <pre>{@code
- * QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+ * QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
  * ConnectOptions how = ConnectOptions.port(1).gidIndex(1);
  * RemoteEndpoint mine = qp.localEndpoint(how);   // send to the peer, out of band
  * qp.connect(peers, how);                        // RESET -> INIT -> RTR -> RTS
  * qp.postSend(request);
  * }</pre>
+ *
+ * <p>Posting and polling from one thread per queue is the model: a queue pair may be posted to from
+ * several threads (the provider locks), but a {@link SendRequest} must not be changed while another
+ * thread posts it.
  */
 public final class QueuePair extends Resource {
     private static final MethodHandle CREATE = Native.withErrno(
@@ -37,92 +42,10 @@ public final class QueuePair extends Resource {
             Verbs.ibv_query_qp$address(), Verbs.ibv_query_qp$descriptor());
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    /**
-     * What to create: {@code struct ibv_qp_init_attr}. Defaults: 16 send and 16 receive work requests,
-     * one SGE each, no inline data, only signaled sends complete.
-     */
-    public static final class Config {
-        final QpType type;
-        final CompletionQueue sendCq;
-        final CompletionQueue recvCq;
-        SharedReceiveQueue srq;
-        int maxSendWr = 16;
-        int maxRecvWr = 16;
-        int maxSendSge = 1;
-        int maxRecvSge = 1;
-        int maxInlineData;
-        boolean sqSigAll;
-
-        /** A queue pair of {@code type} reporting to {@code sendCq} and {@code recvCq} (may be the same). */
-        public Config(QpType type, CompletionQueue sendCq, CompletionQueue recvCq) {
-            if (type == null || sendCq == null || recvCq == null) {
-                throw new IllegalArgumentException("type, sendCq and recvCq are required");
-            }
-            this.type = type;
-            this.sendCq = sendCq;
-            this.recvCq = recvCq;
-        }
-
-        /** {@code cap.max_send_wr}. */
-        public Config maxSendWr(int n) {
-            this.maxSendWr = n;
-            return this;
-        }
-
-        /** {@code cap.max_recv_wr}. */
-        public Config maxRecvWr(int n) {
-            this.maxRecvWr = n;
-            return this;
-        }
-
-        /** {@code cap.max_send_sge}. */
-        public Config maxSendSge(int n) {
-            this.maxSendSge = n;
-            return this;
-        }
-
-        /** {@code cap.max_recv_sge}. */
-        public Config maxRecvSge(int n) {
-            this.maxRecvSge = n;
-            return this;
-        }
-
-        /** {@code cap.max_inline_data}. */
-        public Config maxInlineData(int n) {
-            this.maxInlineData = n;
-            return this;
-        }
-
-        /** {@code sq_sig_all}: every send produces a completion, whatever its flags. */
-        public Config signalAll(boolean on) {
-            this.sqSigAll = on;
-            return this;
-        }
-
-        /** {@code srq}: receive from a shared receive queue instead of an own one. */
-        public Config sharedReceiveQueue(SharedReceiveQueue srq) {
-            this.srq = srq;
-            return this;
-        }
-    }
-
-    /**
-     * What the device granted ({@code cap} after {@code ibv_create_qp}: at least what was asked).
-     *
-     * @param maxSendWr     send queue depth
-     * @param maxRecvWr     receive queue depth
-     * @param maxSendSge    SGEs per send
-     * @param maxRecvSge    SGEs per receive
-     * @param maxInlineData bytes that may be sent inline
-     */
-    public record Capabilities(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRecvSge, int maxInlineData) {
-    }
-
     private final ProtectionDomain pd;
     private final Context context;
     private final QpType type;
-    private final Capabilities capabilities;
-    private final MemorySegment qp;
+    private final QpCapabilities capabilities;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
     private final int qpNum;
@@ -130,32 +53,40 @@ public final class QueuePair extends Resource {
     private final boolean hasSrq;
     private volatile QpState state = QpState.RESET;
 
-    QueuePair(ProtectionDomain pd, Config config) {
-        this(pd, config, new Capabilities[1]);
+    QueuePair(ProtectionDomain pd, QpInitAttributes init) {
+        this(pd, init, new QpCapabilities[1]);
     }
 
-    private QueuePair(ProtectionDomain pd, Config config, Capabilities[] granted) {
-        super(create(pd, config, granted), ibv_qp.sizeof(), pd, config.sendCq, config.recvCq, config.srq);
+    private QueuePair(ProtectionDomain pd, QpInitAttributes init, QpCapabilities[] granted) {
+        super(create(pd, init, granted), ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq);
         this.pd = pd;
         this.context = pd.context();
-        this.type = config.type;
+        this.type = init.type;
         this.capabilities = granted[0];
-        this.qp = handle();
-        this.qpNum = ibv_qp.qp_num(qp);
-        this.hasSrq = config.srq != null;
+        this.qpNum = ibv_qp.qp_num(ptr());
+        this.hasSrq = init.srq != null;
         this.postSendFn = DataPath.op(context, DataPath.POST_SEND);
         this.postRecvFn = DataPath.op(context, DataPath.POST_RECV);
-        context.register(this, qp.address());
+        context.register(this, ptr().address());
     }
 
-    private static MemorySegment create(ProtectionDomain pd, Config c, Capabilities[] granted) {
+    private static MemorySegment create(ProtectionDomain pd, QpInitAttributes c, QpCapabilities[] granted) {
+        Objects.requireNonNull(c, "init");
         MemorySegment pdHandle = checkOpen(pd);
-        for (Resource r : new Resource[] {c.sendCq, c.recvCq, c.srq}) {
-            if (r != null) {
-                checkOpen(r);
+        for (CompletionQueue cq : new CompletionQueue[] {c.sendCq, c.recvCq}) {
+            checkOpen(cq);
+            if (cq.context() != pd.context()) {
+                throw new IllegalArgumentException(cq + " belongs to " + cq.context() + ", not to " + pd.context()
+                        + " of " + pd + ": a queue pair's completion queues must come from its own context");
             }
         }
-        try (Arena call = Arena.ofConfined()) {
+        if (c.srq != null) {
+            checkOpen(c.srq);
+            if (c.srq.protectionDomain().context() != pd.context()) {
+                throw new IllegalArgumentException(c.srq + " belongs to another context than " + pd);
+            }
+        }
+        return Native.call(call -> {
             MemorySegment init = call.allocate(ibv_qp_init_attr.layout());
             ibv_qp_init_attr.send_cq(init, c.sendCq.handle());
             ibv_qp_init_attr.recv_cq(init, c.recvCq.handle());
@@ -168,20 +99,14 @@ public final class QueuePair extends Resource {
             ibv_qp_cap.max_inline_data(cap, c.maxInlineData);
             ibv_qp_init_attr.qp_type(init, c.type.value);
             ibv_qp_init_attr.sq_sig_all(init, c.sqSigAll ? 1 : 0);
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment qp = (MemorySegment) CREATE.invokeExact(errno, pdHandle, init);
-            if (qp.address() == 0) {
-                int e = Native.errno(errno);
-                throw new VerbsException("ibv_create_qp", e, e == Errno.EINVAL
-                        ? "a capability exceeds the device's limits (max_qp_wr, max_sge, inline) or " + c.type
-                        + " is not supported" : Native.hint("ibv_create_qp", e));
-            }
-            granted[0] = new Capabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+            MemorySegment qp = Native.create("ibv_create_qp", e -> e == Errno.EINVAL
+                    ? "a capability exceeds the device's limits (max_qp_wr, max_sge, inline) or " + c.type
+                      + " is not supported" : Native.MEMLOCK.explain(e),
+                    x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, init));
+            granted[0] = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
                     ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
             return qp;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        });
     }
 
     /** {@code qp_num}: this queue pair's number, which peers address. */
@@ -195,7 +120,7 @@ public final class QueuePair extends Resource {
     }
 
     /** What the device granted at creation. */
-    public Capabilities capabilities() {
+    public QpCapabilities capabilities() {
         return capabilities;
     }
 
@@ -216,23 +141,16 @@ public final class QueuePair extends Resource {
 
     /** {@code ibv_modify_qp}: applies the attributes that were set, with their mask. */
     public void modify(QpAttributes attributes) {
+        Objects.requireNonNull(attributes, "attributes");
         if (attributes.mask == 0) {
             throw new IllegalArgumentException("no attribute set");
         }
         MemorySegment q = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) MODIFY.invokeExact(errno, q, attributes.attr, attributes.mask);
-            if (rc != 0) {
-                int e = rc > 0 ? rc : Native.errno(errno);
-                String to = (attributes.mask & Verbs.IBV_QP_STATE()) != 0 ? " to " + attributes.state() : "";
-                throw new VerbsException("ibv_modify_qp", e, "moving " + this + " from " + state + to
-                        + " failed (mask 0x" + Integer.toHexString(attributes.mask) + ")"
-                        + (e == Errno.EINVAL ? ": an attribute or the mask is not valid for this transition" : ""));
-            }
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        String to = (attributes.mask & Verbs.IBV_QP_STATE()) != 0 ? " to " + attributes.state() : "";
+        Native.check("ibv_modify_qp", e -> "moving " + this + " from " + state + to + " failed (mask 0x"
+                        + Integer.toHexString(attributes.mask) + ")"
+                        + (e == Errno.EINVAL ? ": an attribute or the mask is not valid for this transition" : ""),
+                c -> (int) MODIFY.invokeExact(c.errno(), q, attributes.attr, attributes.mask));
         if ((attributes.mask & Verbs.IBV_QP_STATE()) != 0) {
             state = attributes.state();
         }
@@ -245,14 +163,8 @@ public final class QueuePair extends Resource {
                 | Verbs.IBV_QP_PATH_MTU() | Verbs.IBV_QP_DEST_QPN() | Verbs.IBV_QP_RQ_PSN() | Verbs.IBV_QP_SQ_PSN()
                 | Verbs.IBV_QP_AV() | Verbs.IBV_QP_CAP() | (type == QpType.UD ? Verbs.IBV_QP_QKEY() : 0);
         MemorySegment q = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment init = call.allocate(ibv_qp_init_attr.layout());
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) QUERY.invokeExact(errno, q, result.attr, all, init);
-            Native.check("ibv_query_qp", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        Native.check("ibv_query_qp", Native.NO_HINT, c -> (int) QUERY.invokeExact(c.errno(), q, result.attr, all,
+                c.allocate(ibv_qp_init_attr.layout())));
         result.mask = all;
         state = result.state();
         return result;
@@ -263,48 +175,63 @@ public final class QueuePair extends Resource {
      * PSN, and the GID at {@code options.gidIndex()} (zero when it is -1).
      */
     public RemoteEndpoint localEndpoint(ConnectOptions options) {
+        Objects.requireNonNull(options, "options");
         int lid = context.queryPort(options.port).lid();
         Gid gid = options.gidIndex >= 0 ? context.queryGid(options.port, options.gidIndex) : Gid.ZERO;
         return new RemoteEndpoint(lid, qpNum, psn, gid);
     }
 
-    /** RESET → INIT: port, partition key index and, for RC/UC, the remote access rights. */
-    public void init(ConnectOptions options) {
+    /**
+     * RESET → INIT: the port and partition key index; for RC and UC the remote access rights
+     * ({@link ConnectOptions#access}), for UD the Q_Key ({@link ConnectOptions#qkey}). Receives may be
+     * posted from INIT on.
+     */
+    public void toInit(ConnectOptions options) {
+        Objects.requireNonNull(options, "options");
         QpAttributes a = new QpAttributes().state(QpState.INIT).pkeyIndex(options.pkeyIndex).port(options.port);
-        if (type == QpType.UD) {
-            throw new IllegalStateException("use activateDatagram for UD queue pairs");
+        switch (type) {
+            case RC, UC -> a.accessFlags(options.access != null ? options.access : QpAttributes.remoteAccess(type));
+            case UD -> a.qkey(options.qkey);
+            default -> throw new UnsupportedOperationException("toInit does not know the INIT attributes of " + type
+                    + " queue pairs; use modify(QpAttributes)");
         }
-        a.accessFlags(options.access != null ? options.access : QpAttributes.remoteAccess(type));
         modify(a);
     }
 
     /**
-     * Connects an RC or UC queue pair to {@code remote}: RESET → INIT → RTR → RTS (from INIT if it is
-     * there already, for receives posted early). Uses a GRH when {@code options} names a GID index
-     * (RoCE) or the remote has no LID.
+     * INIT → RTR (ready to receive). For RC and UC: the path to {@code remote} (a GRH when
+     * {@code options} names a GID index, as RoCE needs, or when the remote has no LID), the path MTU,
+     * the remote QP number and first PSN; for RC also the responder's read/atomic depth and the
+     * minimum RNR timer. A UD queue pair needs none of these: {@code remote} may be null.
      */
-    public void connect(RemoteEndpoint remote, ConnectOptions options) {
-        if (type != QpType.RC && type != QpType.UC) {
-            throw new IllegalStateException("connect is for RC and UC queue pairs; this one is " + type);
-        }
-        if (state == QpState.RESET) {
-            init(options);
-        }
-        AddressVector av;
-        if (options.gidIndex >= 0) {
-            av = new AddressVector(options.port, remote.lid(), options.serviceLevel, 0, 0, new AddressVector.GlobalRoute(
-                    remote.gid(), options.gidIndex, options.hopLimit, options.trafficClass, 0));
-        } else if (remote.lid() == 0) {
-            throw new IllegalArgumentException("the remote has no LID (RoCE?): set ConnectOptions.gidIndex");
-        } else {
-            av = AddressVector.ib(options.port, remote.lid(), options.serviceLevel);
-        }
-        QpAttributes rtr = new QpAttributes().state(QpState.RTR).pathMtu(options.mtu).destQpNum(remote.qpn())
-                .rqPsn(remote.psn()).addressVector(av);
-        if (type == QpType.RC) {
-            rtr.maxDestRdAtomic(options.maxDestRdAtomic).minRnrTimer(options.minRnrTimer);
+    public void toRtr(RemoteEndpoint remote, ConnectOptions options) {
+        Objects.requireNonNull(options, "options");
+        QpAttributes rtr = new QpAttributes().state(QpState.RTR);
+        if (type != QpType.UD) {
+            Objects.requireNonNull(remote, "remote");
+            AddressVector av;
+            if (options.gidIndex >= 0) {
+                av = new AddressVector(options.port, remote.lid(), options.serviceLevel, 0, 0, new AddressVector.GlobalRoute(
+                        remote.gid(), options.gidIndex, options.hopLimit, options.trafficClass, 0));
+            } else if (remote.lid() == 0) {
+                throw new IllegalArgumentException("the remote has no LID (RoCE?): set ConnectOptions.gidIndex");
+            } else {
+                av = AddressVector.ib(options.port, remote.lid(), options.serviceLevel);
+            }
+            rtr.pathMtu(options.mtu).destQpNum(remote.qpn()).rqPsn(remote.psn()).addressVector(av);
+            if (type == QpType.RC) {
+                rtr.maxDestRdAtomic(options.maxDestRdAtomic).minRnrTimer(options.minRnrTimer);
+            }
         }
         modify(rtr);
+    }
+
+    /**
+     * RTR → RTS (ready to send): this queue pair's first PSN; for RC also the ACK timeout, the retry
+     * counts and the initiator's read/atomic depth.
+     */
+    public void toRts(ConnectOptions options) {
+        Objects.requireNonNull(options, "options");
         QpAttributes rts = new QpAttributes().state(QpState.RTS).sqPsn(psn);
         if (type == QpType.RC) {
             rts.timeout(options.timeout).retryCount(options.retryCount).rnrRetry(options.rnrRetry)
@@ -313,14 +240,32 @@ public final class QueuePair extends Resource {
         modify(rts);
     }
 
-    /** Brings a UD queue pair to RTS: RESET → INIT (port, Q_Key) → RTR → RTS. */
+    /**
+     * Brings this queue pair to RTS: {@link #toInit} (unless it is in INIT already, for receives
+     * posted early), {@link #toRtr}, {@link #toRts}. For RC and UC, {@code remote} is the peer's
+     * endpoint; for UD it is not needed (null) and {@code options} carries the Q_Key.
+     */
+    public void connect(RemoteEndpoint remote, ConnectOptions options) {
+        Objects.requireNonNull(options, "options");
+        if (type != QpType.RC && type != QpType.UC && type != QpType.UD) {
+            throw new UnsupportedOperationException("connect is for RC, UC and UD queue pairs; this one is " + type);
+        }
+        if (state == QpState.RESET) {
+            toInit(options);
+        }
+        toRtr(remote, options);
+        toRts(options);
+    }
+
+    /**
+     * Brings a UD queue pair to RTS with Q_Key {@code qkey}: an alias of
+     * {@code connect(null, options.copy().qkey(qkey))}, kept for its name.
+     */
     public void activateDatagram(ConnectOptions options, int qkey) {
         if (type != QpType.UD) {
             throw new IllegalStateException("activateDatagram is for UD queue pairs; this one is " + type);
         }
-        modify(new QpAttributes().state(QpState.INIT).pkeyIndex(options.pkeyIndex).port(options.port).qkey(qkey));
-        modify(new QpAttributes().state(QpState.RTR));
-        modify(new QpAttributes().state(QpState.RTS).sqPsn(psn));
+        connect(null, Objects.requireNonNull(options, "options").copy().qkey(qkey));
     }
 
     /** Moves to ERR: outstanding work requests complete with {@link WcStatus#WR_FLUSH_ERR}. */
@@ -336,80 +281,65 @@ public final class QueuePair extends Resource {
     /**
      * {@code ibv_post_send}: posts {@code request} and every request chained after it. Allocates nothing.
      *
+     * <p>The buffers the requests name belong to the device until their completions are polled:
+     * change, reuse or free them only then (inline data excepted, which is copied when posted).
+     *
      * @throws VerbsException        naming the first request that was not posted and why
-     * @throws IllegalStateException if this queue pair, a memory region or an address handle of the chain is closed
+     * @throws IllegalStateException if this queue pair, a memory region or an address handle of the
+     *                               chain is closed, a request's memory was freed, or a request on a UD
+     *                               queue pair has no destination
      */
     public void postSend(SendRequest request) {
-        request.checkChain();
+        Objects.requireNonNull(request, "request").checkChain(type);
         int rc;
         try {
-            rc = (int) DataPath.POST.invokeExact(postSendFn, qp, request.segment, request.badWr);
+            rc = (int) DataPath.POST.invokeExact(postSendFn, ptr(), request.segment, request.badWr);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            throw postFailed("ibv_post_send", rc, badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address())));
+            throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
         }
     }
 
     /**
      * {@code ibv_post_recv}: posts {@code request} and every request chained after it. Allocates nothing.
+     * The buffers belong to the device until the receive's completion is polled.
      */
     public void postReceive(ReceiveRequest request) {
         if (hasSrq) {
             throw new IllegalStateException(this + " receives from a shared receive queue: post there");
         }
-        request.checkChain();
+        Objects.requireNonNull(request, "request").checkChain(type);
         int rc;
         try {
-            rc = (int) DataPath.POST.invokeExact(postRecvFn, qp, request.segment, request.badWr);
+            rc = (int) DataPath.POST.invokeExact(postRecvFn, ptr(), request.segment, request.badWr);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            throw postFailed("ibv_post_recv", rc, badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address())));
+            throw request.postFailed("ibv_post_recv", rc, this, stateHint(false, rc));
         }
     }
 
-    /**
-     * The index bad_wr named, clearing the slot: a provider that fails in its doorbell (rxe on a QP
-     * not in RTS) names no request, and a stale pointer must not be read next time.
-     */
-    static int badIndex(MemorySegment badWr, int index) {
-        badWr.set(ADDRESS, 0, MemorySegment.NULL);
-        return index;
-    }
-
-    private VerbsException postFailed(String verb, int rc, int index) {
+    /** Why a post probably failed, from the state this queue pair is in; null for the generic reason. */
+    private String stateHint(boolean send, int rc) {
         int e = Math.abs(rc);
-        String why = switch (state) {
-            case RESET, INIT -> verb.equals("ibv_post_send") ? "; the queue pair is in " + state + ", sends need RTS" : "";
+        return switch (state) {
+            case RESET, INIT -> send ? "; the queue pair is in " + state + ", sends need RTS" : null;
             case ERR -> "; the queue pair is in ERR";
-            default -> e == Errno.ENOMEM ? "; the queue is full (more outstanding requests than its depth)"
-                    : e == Errno.EINVAL ? "; too many SGEs, inline data too long, or an opcode this QP type lacks" : "";
+            default -> e == Errno.EINVAL ? "; too many SGEs, inline data too long, or an opcode this QP type lacks" : null;
         };
-        return postFailed(verb, e, index, this, why);
-    }
-
-    /** The exception for a failed post on {@code target}: which request of the chain, and why. */
-    static VerbsException postFailed(String verb, int errno, int index, Resource target, String why) {
-        return new VerbsException(verb, errno, (index >= 0 ? "work request #" + index
-                + " of the chain and those after it were not posted on " : "the provider did not say which work request failed on ")
-                + target + why);
-    }
-
-    private IllegalStateException closed(IllegalStateException cause) {
-        return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
     }
 
     @Override
     void destroy(MemorySegment address) {
+        Native.check("ibv_destroy_qp", Native.NO_HINT, c -> (int) DESTROY.invokeExact(c.errno(), address));
         context.unregister(address.address());
-        Native.destroy("ibv_destroy_qp", DESTROY, address);
     }
 
     @Override

@@ -23,9 +23,11 @@ import java.util.Set;
  * freed pointer never reaches C. Closing fails (and nothing is freed) while another thread is in a
  * call that uses the resource.
  */
-public abstract class Resource implements AutoCloseable {
-    private final Arena arena = Arena.ofShared();
-    private final MemorySegment handle;
+public abstract sealed class Resource implements AutoCloseable permits AddressHandle, CompletionChannel,
+        CompletionQueue, Context, MemoryRegion, ProtectionDomain, QueuePair, SharedReceiveQueue {
+    private volatile Arena arena = Arena.ofShared();
+    /** The C struct, a segment of {@link #arena}; replaced only when a failed destroy reopens the resource. */
+    private volatile MemorySegment handle;
     private final Resource[] uses;
     private final Set<Resource> users = new LinkedHashSet<>();
     private boolean closed;
@@ -76,9 +78,25 @@ public abstract class Resource implements AutoCloseable {
         return handle;
     }
 
+    /**
+     * The C struct without a liveness check, for the data path: the downcall itself refuses a
+     * segment whose arena is closed, and {@link #closed(IllegalStateException)} names this resource.
+     */
+    final MemorySegment ptr() {
+        return handle;
+    }
+
     /** Whether this resource is still open; lock-free, for the data path. */
     final boolean isOpen() {
         return handle.scope().isAlive();
+    }
+
+    /**
+     * What a call on this resource throws when FFM refused one of its segments: "this resource is
+     * closed" when it is, else FFM's own exception (another segment of the call was closed).
+     */
+    final IllegalStateException closed(IllegalStateException cause) {
+        return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
     }
 
     /** Whether {@link #close()} has completed. */
@@ -87,9 +105,11 @@ public abstract class Resource implements AutoCloseable {
     }
 
     /**
-     * Destroys the C object ({@code ibv_dealloc_pd}, {@code ibv_destroy_qp}, …).
+     * Destroys the C object ({@code ibv_dealloc_pd}, {@code ibv_destroy_qp}, …). If the C verb fails,
+     * the resource stays open and usable, and can be closed again later.
      *
-     * @throws IllegalStateException if already closed or if resources created from this one are open
+     * @throws IllegalStateException if already closed, if resources created from this one are open, or
+     *                               if another thread is in a call that uses it right now
      * @throws VerbsException        if the C verb fails
      */
     @Override
@@ -106,13 +126,27 @@ public abstract class Resource implements AutoCloseable {
             address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
             // Closing the arena first makes every later use fail in Java; it throws (and nothing
             // is freed) if another thread is in a call that uses this resource right now.
-            arena.close();
+            try {
+                arena.close();
+            } catch (IllegalStateException e) {
+                throw new IllegalStateException("cannot close " + this + ": another thread is in a call "
+                        + "that uses it (posting or polling); stop that thread first", e);
+            }
             closed = true;
+            try {
+                destroy(address);
+            } catch (RuntimeException | Error e) {
+                // The C object still exists: reopen, so that it stays usable and closable.
+                Arena reopened = Arena.ofShared();
+                handle = address.reinterpret(address.byteSize(), reopened, null);
+                arena = reopened;
+                closed = false;
+                throw e;
+            }
         }
         for (Resource r : uses) {
             r.removeUser(this);
         }
-        destroy(address);
     }
 
     /** Calls the C destroy verb on the object at {@code address}; throws {@link VerbsException}. */

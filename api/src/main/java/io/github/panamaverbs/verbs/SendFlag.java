@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** Flags of a send work request: {@code enum ibv_send_flags}. */
 public enum SendFlag {
@@ -15,6 +16,8 @@ public enum SendFlag {
     /** {@code IBV_SEND_IP_CSUM} */
     IP_CSUM(Verbs.IBV_SEND_IP_CSUM());
 
+    private static final CEnum<SendFlag> C = new CEnum<>(SendFlag.class, SendFlag::value);
+
     final int value;
 
     SendFlag(int value) {
@@ -22,27 +25,17 @@ public enum SendFlag {
     }
 
     /** The C bit of this flag. */
-    public int bit() {
+    public int value() {
         return value;
     }
 
     /** The C bit mask of {@code flags}. */
     static int mask(java.util.Set<SendFlag> flags) {
-        int m = 0;
-        for (SendFlag f : flags) {
-            m |= f.value;
-        }
-        return m;
+        return C.mask(flags);
     }
 
     /** The flags set in the C bit mask {@code mask}. */
     static java.util.EnumSet<SendFlag> of(int mask) {
-        java.util.EnumSet<SendFlag> s = java.util.EnumSet.noneOf(SendFlag.class);
-        for (SendFlag f : values()) {
-            if ((mask & f.value) != 0) {
-                s.add(f);
-            }
-        }
-        return s;
+        return C.flags(mask);
     }
 }

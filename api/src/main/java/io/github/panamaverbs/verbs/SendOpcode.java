@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** The operation of a send work request: {@code enum ibv_wr_opcode}. */
 public enum SendOpcode {
@@ -31,9 +32,9 @@ public enum SendOpcode {
     /** {@code IBV_WR_ATOMIC_WRITE} */
     ATOMIC_WRITE(Verbs.IBV_WR_ATOMIC_WRITE());
 
-    final int value;
+    private static final CEnum<SendOpcode> C = new CEnum<>(SendOpcode.class, SendOpcode::value);
 
-    private static final SendOpcode[] VALUES = values();
+    final int value;
 
     SendOpcode(int value) {
         this.value = value;
@@ -46,11 +47,6 @@ public enum SendOpcode {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static SendOpcode of(int value) {
-        for (SendOpcode v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no SendOpcode with value " + value);
+        return C.of(value);
     }
 }

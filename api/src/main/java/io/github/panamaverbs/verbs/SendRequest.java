@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.github.panamaverbs.bindings.ibv_send_wr;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -26,12 +27,8 @@ import java.util.Set;
  * when posted (the region and its memory still alive), so a bad entry never reaches the device.
  * Requests can be chained with {@link #next(SendRequest)} and posted in one call. Not thread-safe.
  */
-public final class SendRequest {
+public final class SendRequest extends WorkRequest<SendRequest> {
     static final long WR_SIZE = ibv_send_wr.sizeof();
-    private static final long WR_ID = ibv_send_wr.wr_id$offset();
-    private static final long NEXT = ibv_send_wr.next$offset();
-    private static final long SG_LIST = ibv_send_wr.sg_list$offset();
-    private static final long NUM_SGE = ibv_send_wr.num_sge$offset();
     private static final long OPCODE = ibv_send_wr.opcode$offset();
     private static final long SEND_FLAGS = ibv_send_wr.send_flags$offset();
     private static final long IMM_DATA = ibv_send_wr.imm_data$offset();
@@ -45,15 +42,12 @@ public final class SendRequest {
     private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
     private static final long UD_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
     private static final long UD_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
-    /** Longest chain accepted: a guard against cycles. */
-    static final int MAX_CHAIN = 1 << 16;
 
-    /** The work request; the bad_wr slot and the SGE array follow it in the same allocation. */
-    final MemorySegment segment;
-    final MemorySegment badWr;
-    private final ScatterGather sgl;
+    /**
+     * The address handle of {@code wr.ud}, or null when the union holds something else: {@code wr.ud},
+     * {@code wr.rdma} and {@code wr.atomic} share memory, so setting one clears the others here.
+     */
     private AddressHandle ah;
-    SendRequest next;
 
     /** A request with room for {@code maxSge} scatter/gather entries, in memory the GC frees. */
     public SendRequest(int maxSge) {
@@ -62,27 +56,20 @@ public final class SendRequest {
 
     /** A request with room for {@code maxSge} scatter/gather entries, allocated in {@code arena}. */
     public SendRequest(int maxSge, Arena arena) {
-        if (maxSge < 1) {
-            throw new IllegalArgumentException("maxSge must be at least 1, not " + maxSge);
-        }
-        this.segment = arena.allocate(WR_SIZE + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
-        this.badWr = segment.asSlice(WR_SIZE, 8);
-        this.sgl = new ScatterGather(segment, SG_LIST, NUM_SGE, segment.asSlice(WR_SIZE + 8, ScatterGather.SGE_SIZE * maxSge));
+        super(maxSge, arena, WR_SIZE, ibv_send_wr.wr_id$offset(), ibv_send_wr.next$offset(),
+                ibv_send_wr.sg_list$offset(), ibv_send_wr.num_sge$offset());
     }
 
-    /** {@code wr_id}: returned in the completion. */
-    public SendRequest id(long wrId) {
-        segment.set(JAVA_LONG, WR_ID, wrId);
-        return this;
-    }
-
-    /** {@code wr_id}. */
-    public long id() {
-        return segment.get(JAVA_LONG, WR_ID);
-    }
-
-    /** {@code opcode}. */
+    /**
+     * {@code opcode}. {@link SendOpcode#BIND_MW}, {@link SendOpcode#TSO} and {@link SendOpcode#DRIVER1}
+     * need parts of the request that this class does not build yet and are refused.
+     */
     public SendRequest opcode(SendOpcode opcode) {
+        Objects.requireNonNull(opcode, "opcode");
+        if (opcode == SendOpcode.BIND_MW || opcode == SendOpcode.TSO || opcode == SendOpcode.DRIVER1) {
+            throw new UnsupportedOperationException(opcode + " is not supported by SendRequest yet: "
+                    + "it needs request fields (a memory window bind, a TSO header) that it cannot set");
+        }
         segment.set(JAVA_INT, OPCODE, opcode.value);
         return this;
     }
@@ -94,7 +81,7 @@ public final class SendRequest {
 
     /** {@code send_flags}, all at once. */
     public SendRequest flags(Set<SendFlag> flags) {
-        segment.set(JAVA_INT, SEND_FLAGS, SendFlag.mask(flags));
+        segment.set(JAVA_INT, SEND_FLAGS, SendFlag.mask(Objects.requireNonNull(flags, "flags")));
         return this;
     }
 
@@ -129,47 +116,18 @@ public final class SendRequest {
         return flag(SendFlag.INLINE, on);
     }
 
-    /** Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}. */
-    public SendRequest sge(MemoryRegion region, long offset, int length) {
-        sgl.clear();
-        sgl.add(region, offset, length);
-        return this;
-    }
-
-    /** Appends a scatter/gather entry. */
-    public SendRequest addSge(MemoryRegion region, long offset, int length) {
-        sgl.add(region, offset, length);
-        return this;
-    }
-
-    /** Replaces scatter/gather entry {@code index} (which must exist or be the next one). */
-    public SendRequest setSge(int index, MemoryRegion region, long offset, int length) {
-        sgl.set(index, region, offset, length);
-        return this;
-    }
-
     /**
      * Sends {@code data} inline: it is copied into the work request when posted, needs no memory
      * region, and may be reused as soon as {@code postSend} returns. Sets {@code IBV_SEND_INLINE}.
      */
     public SendRequest inlineData(MemorySegment data) {
-        sgl.inline(data);
+        sgl.inline(Objects.requireNonNull(data, "data"));
         return inline(true);
-    }
-
-    /** Removes all scatter/gather entries (a zero-length message). */
-    public SendRequest clearSges() {
-        sgl.clear();
-        return this;
-    }
-
-    /** The number of scatter/gather entries set. */
-    public int sgeCount() {
-        return sgl.count();
     }
 
     /** {@code wr.rdma}: the remote address and key of an RDMA write or read. */
     public SendRequest rdma(long remoteAddress, int rkey) {
+        ah = null;
         segment.set(JAVA_LONG, RDMA_ADDR, remoteAddress);
         segment.set(JAVA_INT, RDMA_RKEY, rkey);
         return this;
@@ -185,6 +143,7 @@ public final class SendRequest {
             throw new IllegalArgumentException("atomics need an 8-byte aligned remote address, not 0x"
                     + Long.toHexString(remoteAddress));
         }
+        ah = null;
         segment.set(JAVA_LONG, ATOMIC_ADDR, remoteAddress);
         segment.set(JAVA_LONG, ATOMIC_COMPARE_ADD, compareAdd);
         segment.set(JAVA_LONG, ATOMIC_SWAP, swap);
@@ -198,69 +157,47 @@ public final class SendRequest {
         return this;
     }
 
-    /** {@code wr.ud}: the destination of a UD send. */
+    /**
+     * {@code invalidate_rkey}: the key that {@link SendOpcode#SEND_WITH_INV} invalidates at the peer
+     * and {@link SendOpcode#LOCAL_INV} locally. It shares memory with {@code imm_data} and is not
+     * byte-swapped.
+     */
+    public SendRequest invalidateRkey(int rkey) {
+        segment.set(JAVA_INT, IMM_DATA, rkey);
+        return this;
+    }
+
+    /** {@code wr.ud}: the destination of a UD send; needed for every send on a UD queue pair. */
     public SendRequest datagram(AddressHandle destination, int remoteQpn, int remoteQkey) {
-        segment.set(ADDRESS, UD_AH, destination.ah);
+        Objects.requireNonNull(destination, "destination");
+        segment.set(ADDRESS, UD_AH, destination.ptr());
         segment.set(JAVA_INT, UD_QPN, remoteQpn);
         segment.set(JAVA_INT, UD_QKEY, remoteQkey);
         this.ah = destination;
         return this;
     }
 
-    /** {@code next}: posts {@code request} right after this one, in the same call; null ends the chain. */
-    public SendRequest next(SendRequest request) {
-        for (SendRequest r = request; r != null; r = r.next) {
-            if (r == this) {
-                throw new IllegalArgumentException("chaining " + request + " would make a cycle");
+    /** The address handle set by {@link #datagram}, or null. */
+    AddressHandle addressHandle() {
+        return ah;
+    }
+
+    /** On a UD queue pair every request needs a live address handle: C would follow a wild pointer. */
+    @Override
+    void checkOwn(int index, QpType type) {
+        if (type == QpType.UD) {
+            if (ah == null) {
+                throw new IllegalStateException("work request #" + index + " is posted on a UD queue pair "
+                        + "but has no destination: call datagram(addressHandle, qpn, qkey) last");
+            }
+            if (!ah.isOpen()) {
+                throw new IllegalStateException("work request #" + index + " names " + ah + ", which is closed");
             }
         }
-        this.next = request;
-        segment.set(ADDRESS, NEXT, request == null ? MemorySegment.NULL : request.segment);
-        return this;
-    }
-
-    /** The next request in the chain, or null. */
-    public SendRequest next() {
-        return next;
-    }
-
-    /**
-     * Checks every request of the chain right before it is posted: each SGE's region is open and
-     * its memory alive, each UD address handle open. Allocation-free.
-     */
-    void checkChain() {
-        int n = 0;
-        for (SendRequest r = this; r != null; r = r.next) {
-            r.sgl.check(n);
-            if (r.ah != null && !r.ah.isOpen()) {
-                throw new IllegalStateException("work request " + n + " names " + r.ah + ", which is closed");
-            }
-            n++;
-        }
-    }
-
-    /** The index in this chain of the request at {@code address}, or -1. */
-    int indexOf(long address) {
-        int i = 0;
-        for (SendRequest r = this; r != null && i < MAX_CHAIN; r = r.next, i++) {
-            if (r.segment.address() == address) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
-    /** The request at {@code index} in this chain. */
-    SendRequest at(int index) {
-        SendRequest r = this;
-        for (int i = 0; i < index && r != null; i++) {
-            r = r.next;
-        }
-        return r;
     }
 
     @Override
     public String toString() {
-        return "SendRequest[wr_id=" + id() + ", " + opcode() + ", sges=" + sgl.count() + "]";
+        return "SendRequest[wr_id=" + id() + ", " + opcode() + ", sges=" + sgeCount() + "]";
     }
 }

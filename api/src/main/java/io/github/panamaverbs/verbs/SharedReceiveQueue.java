@@ -1,18 +1,17 @@
 package io.github.panamaverbs.verbs;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_srq;
 import io.github.panamaverbs.bindings.ibv_srq_attr;
 import io.github.panamaverbs.bindings.ibv_srq_init_attr;
-import java.lang.foreign.Arena;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.util.Objects;
 
 /**
  * A shared receive queue ({@code struct ibv_srq}): one pool of receive buffers for many queue pairs
- * (named in {@link QueuePair.Config#sharedReceiveQueue(SharedReceiveQueue)}). {@link #arm(int)} asks
+ * (named in {@link QpInitAttributes#sharedReceiveQueue(SharedReceiveQueue)}). {@link #arm(int)} asks
  * for an {@link AsyncEventType#SRQ_LIMIT_REACHED} event when it runs low.
  */
 public final class SharedReceiveQueue extends Resource {
@@ -25,64 +24,54 @@ public final class SharedReceiveQueue extends Resource {
     private static final MethodHandle QUERY = Native.withErrno(
             Verbs.ibv_query_srq$address(), Verbs.ibv_query_srq$descriptor());
 
-    /**
-     * {@code struct ibv_srq_attr}.
-     *
-     * @param maxWr  receives it holds
-     * @param maxSge SGEs per receive
-     * @param limit  the armed limit (0: not armed)
-     */
-    public record Attributes(int maxWr, int maxSge, int limit) {
-    }
-
+    private final ProtectionDomain pd;
     private final Context context;
-    private final MemorySegment srq;
     private final MemorySegment postFn;
 
     SharedReceiveQueue(ProtectionDomain pd, int maxWr, int maxSge) {
         super(create(pd, maxWr, maxSge), ibv_srq.sizeof(), pd);
+        this.pd = pd;
         this.context = pd.context();
-        this.srq = handle();
         this.postFn = DataPath.op(context, DataPath.POST_SRQ_RECV);
-        context.register(this, srq.address());
+        context.register(this, ptr().address());
     }
 
     private static MemorySegment create(ProtectionDomain pd, int maxWr, int maxSge) {
         if (maxWr < 1 || maxSge < 1) {
-            throw new IllegalArgumentException("maxWr and maxSge must be positive");
+            throw new IllegalArgumentException("maxWr and maxSge must be positive, not " + maxWr + " and " + maxSge);
         }
         MemorySegment pdHandle = checkOpen(pd);
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment init = call.allocate(ibv_srq_init_attr.layout());
+        return Native.call(c -> {
+            MemorySegment init = c.allocate(ibv_srq_init_attr.layout());
             MemorySegment attr = ibv_srq_init_attr.attr(init);
             ibv_srq_attr.max_wr(attr, maxWr);
             ibv_srq_attr.max_sge(attr, maxSge);
-            MemorySegment errno = Native.errnoSegment(call);
-            MemorySegment srq = (MemorySegment) CREATE.invokeExact(errno, pdHandle, init);
-            if (srq.address() == 0) {
-                throw Native.fail("ibv_create_srq", Native.errno(errno));
-            }
-            return srq;
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+            return Native.create("ibv_create_srq", Native.MEMLOCK,
+                    x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, init));
+        });
     }
 
-    /** {@code ibv_post_srq_recv}: posts {@code request} and those chained after it. Allocates nothing. */
+    /** The protection domain it was created in. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /**
+     * {@code ibv_post_srq_recv}: posts {@code request} and those chained after it. Allocates nothing.
+     * The buffers belong to the device until the receive's completion is polled.
+     */
     public void postReceive(ReceiveRequest request) {
-        request.checkChain();
+        Objects.requireNonNull(request, "request").checkChain(null);
         int rc;
         try {
-            rc = (int) DataPath.POST.invokeExact(postFn, srq, request.segment, request.badWr);
+            rc = (int) DataPath.POST.invokeExact(postFn, ptr(), request.segment, request.badWr);
         } catch (IllegalStateException e) {
-            throw isOpen() ? e : new IllegalStateException(this + " is closed", e);
+            throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
         if (rc != 0) {
-            int index = QueuePair.badIndex(request.badWr, request.indexOf(request.badWr.get(ADDRESS, 0).address()));
-            throw QueuePair.postFailed("ibv_post_srq_recv", Math.abs(rc), index, this,
-                    Math.abs(rc) == Errno.ENOMEM ? "; the queue is full" : "");
+            throw request.postFailed("ibv_post_srq_recv", rc, this, null);
         }
     }
 
@@ -92,35 +81,27 @@ public final class SharedReceiveQueue extends Resource {
      */
     public void arm(int limit) {
         MemorySegment s = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment attr = call.allocate(ibv_srq_attr.layout());
+        Native.check("ibv_modify_srq", Native.NO_HINT, c -> {
+            MemorySegment attr = c.allocate(ibv_srq_attr.layout());
             ibv_srq_attr.srq_limit(attr, limit);
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) MODIFY.invokeExact(errno, s, attr, Verbs.IBV_SRQ_LIMIT());
-            Native.check("ibv_modify_srq", rc, errno);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+            return (int) MODIFY.invokeExact(c.errno(), s, attr, Verbs.IBV_SRQ_LIMIT());
+        });
     }
 
     /** {@code ibv_query_srq}. */
-    public Attributes query() {
+    public SrqAttributes query() {
         MemorySegment s = handle();
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment attr = call.allocate(ibv_srq_attr.layout());
-            MemorySegment errno = Native.errnoSegment(call);
-            int rc = (int) QUERY.invokeExact(errno, s, attr);
-            Native.check("ibv_query_srq", rc, errno);
-            return new Attributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), ibv_srq_attr.srq_limit(attr));
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        }
+        return Native.call(c -> {
+            MemorySegment attr = c.allocate(ibv_srq_attr.layout());
+            Native.checkStatus("ibv_query_srq", Native.NO_HINT, (int) QUERY.invokeExact(c.errno(), s, attr), c);
+            return new SrqAttributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), ibv_srq_attr.srq_limit(attr));
+        });
     }
 
     @Override
     void destroy(MemorySegment address) {
+        Native.check("ibv_destroy_srq", Native.NO_HINT, c -> (int) DESTROY.invokeExact(c.errno(), address));
         context.unregister(address.address());
-        Native.destroy("ibv_destroy_srq", DESTROY, address);
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** The transport a device speaks: {@code enum ibv_transport_type}. */
 public enum TransportType {
@@ -17,18 +18,21 @@ public enum TransportType {
     /** {@code IBV_TRANSPORT_UNSPECIFIED} */
     UNSPECIFIED(Verbs.IBV_TRANSPORT_UNSPECIFIED());
 
+    private static final CEnum<TransportType> C = new CEnum<>(TransportType.class, TransportType::value);
+
     final int value;
 
     TransportType(int value) {
         this.value = value;
     }
 
-    static TransportType of(int value) {
-        for (TransportType t : values()) {
-            if (t.value == value) {
-                return t;
-            }
-        }
-        return UNKNOWN;
+    /** The C value of this constant. */
+    public int value() {
+        return value;
+    }
+
+    /** The constant whose C value is {@code value}; {@link #UNKNOWN} for values this binding does not know. */
+    public static TransportType of(int value) {
+        return C.of(value, UNKNOWN);
     }
 }

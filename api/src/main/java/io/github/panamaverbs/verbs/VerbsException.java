@@ -1,5 +1,7 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.Errno;
+
 /**
  * A verb failed: the one exception type of this library.
  *

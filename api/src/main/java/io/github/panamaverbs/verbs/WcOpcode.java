@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
 
 /** What a work completion completed: {@code enum ibv_wc_opcode}. */
 public enum WcOpcode {
@@ -43,9 +44,9 @@ public enum WcOpcode {
     /** {@code IBV_WC_DRIVER3} */
     DRIVER3(Verbs.IBV_WC_DRIVER3());
 
-    final int value;
+    private static final CEnum<WcOpcode> C = new CEnum<>(WcOpcode.class, WcOpcode::value);
 
-    private static final WcOpcode[] VALUES = values();
+    final int value;
 
     WcOpcode(int value) {
         this.value = value;
@@ -58,11 +59,6 @@ public enum WcOpcode {
 
     /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
     public static WcOpcode of(int value) {
-        for (WcOpcode v : VALUES) {
-            if (v.value == value) {
-                return v;
-            }
-        }
-        throw new IllegalArgumentException("no WcOpcode with value " + value);
+        return C.of(value);
     }
 }

@@ -1,5 +1,6 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.bindings.Verbs;
 import java.lang.foreign.MemorySegment;
 

@@ -44,6 +44,9 @@ public final class WorkCompletions {
     private static final int WITH_IMM = Verbs.IBV_WC_WITH_IMM();
     private static final int GRH = Verbs.IBV_WC_GRH();
 
+    /** Most completions one batch may hold (no device's completion queue holds more). */
+    static final int MAX_CAPACITY = 1 << 22;
+
     final MemorySegment segment;
     final int capacity;
     int count;
@@ -55,9 +58,10 @@ public final class WorkCompletions {
 
     /** A batch of {@code capacity} completions allocated in {@code arena}. */
     public WorkCompletions(int capacity, Arena arena) {
-        if (capacity <= 0) {
-            throw new IllegalArgumentException("capacity must be positive, not " + capacity);
+        if (capacity <= 0 || capacity > MAX_CAPACITY) {
+            throw new IllegalArgumentException("capacity must be in [1, " + MAX_CAPACITY + "], not " + capacity);
         }
+        Objects.requireNonNull(arena, "arena");
         this.capacity = capacity;
         this.segment = arena.allocate(ibv_wc.layout(), capacity);
     }

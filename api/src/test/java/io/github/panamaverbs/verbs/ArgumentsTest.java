@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.Arena;
 import java.util.EnumSet;
 import org.junit.jupiter.api.Test;
@@ -13,14 +15,14 @@ class ArgumentsTest {
 
     @Test
     void verbsExceptionNamesVerbErrnoAndHint() {
-        VerbsException e = Native.fail("ibv_reg_mr", Errno.ENOMEM);
+        VerbsException e = Native.fail("ibv_reg_mr", Errno.ENOMEM, Native.MEMLOCK);
         assertEquals("ibv_reg_mr", e.verb());
         assertEquals(12, e.errno());
         assertEquals("ENOMEM", e.errnoName());
         assertEquals("Cannot allocate memory", e.errnoText());
         assertTrue(e.getMessage().startsWith("ibv_reg_mr failed: ENOMEM (12, Cannot allocate memory)"), e.getMessage());
         assertTrue(e.hint().contains("ulimit -l"), e.hint());
-        assertTrue(Native.fail("ibv_open_device", Errno.ENOSYS).getMessage().contains("no RDMA support"));
+        assertTrue(Native.fail("ibv_open_device", Errno.ENOSYS, Device::openHint).getMessage().contains("no RDMA support"));
         assertEquals("errno 4242", Errno.name(4242));
         assertEquals("EOPNOTSUPP", Errno.name(95));
     }

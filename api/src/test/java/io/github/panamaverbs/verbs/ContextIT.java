@@ -131,17 +131,17 @@ class ContextIT {
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              Arena arena = Arena.ofShared()) {
             MemorySegment buffer = arena.allocate(3 << 20, 4096); // several pages, not a power of two
-            try (MemoryRegion mr = pd.register(buffer)) {
+            try (MemoryRegion mr = pd.register(arena, buffer)) {
                 assertEquals(buffer.address(), mr.address());
                 assertEquals(buffer.byteSize(), mr.length());
                 assertEquals(java.util.Set.of(AccessFlag.LOCAL_WRITE), mr.access(), "least privilege by default");
                 assertTrue(mr.lkey() != 0);
             }
-            try (MemoryRegion mr = pd.register(buffer, AccessFlag.REMOTE_READ, AccessFlag.REMOTE_WRITE)) {
+            try (MemoryRegion mr = pd.register(arena, buffer, AccessFlag.REMOTE_READ, AccessFlag.REMOTE_WRITE)) {
                 assertTrue(mr.access().contains(AccessFlag.REMOTE_WRITE));
                 MemorySegment other = arena.allocate(8192, 4096);
                 try {
-                    mr.reregister(other, java.util.EnumSet.of(AccessFlag.LOCAL_WRITE));
+                    mr.reregister(arena, other, java.util.EnumSet.of(AccessFlag.LOCAL_WRITE));
                     assertEquals(other.address(), mr.address());
                     assertEquals(8192, mr.length());
                 } catch (VerbsException e) {

@@ -20,7 +20,7 @@ class MisuseIT {
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(4)) {
             MemoryRegion mr = pd.allocateAndRegister(4096);
-            QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+            QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
             IllegalStateException e = assertThrows(IllegalStateException.class, pd::close);
             assertTrue(e.getMessage().contains("still in use by"), e.getMessage());
             assertTrue(e.getMessage().contains("MemoryRegion") && e.getMessage().contains("QueuePair"), e.getMessage());
@@ -41,7 +41,7 @@ class MisuseIT {
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(4)) {
             MemoryRegion mr = pd.allocateAndRegister(4096);
-            QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+            QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
             SendRequest send = new SendRequest(1).opcode(SendOpcode.SEND).sge(mr, 0, 8);
             qp.close();
             IllegalStateException closedQp = assertThrows(IllegalStateException.class, () -> qp.postSend(send));
@@ -57,7 +57,7 @@ class MisuseIT {
             CompletionQueue other = ctx.createCompletionQueue(4);
             other.close();
             assertThrows(IllegalStateException.class, () -> other.poll(new WorkCompletions(1)));
-            assertThrows(IllegalStateException.class, () -> pd.createQueuePair(new QueuePair.Config(QpType.RC, other, other)));
+            assertThrows(IllegalStateException.class, () -> pd.createQueuePair(new QpInitAttributes(QpType.RC, other, other)));
         }
         Context ctx = dev.open();
         ctx.close();
@@ -70,25 +70,25 @@ class MisuseIT {
         try (Context ctx = dev.open();
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(4);
-             QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq))) {
+             QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq))) {
             IllegalArgumentException heap = assertThrows(IllegalArgumentException.class,
-                    () -> pd.register(MemorySegment.ofArray(new byte[4096])));
+                    () -> pd.register(Arena.global(), MemorySegment.ofArray(new byte[4096])));
             assertTrue(heap.getMessage().contains("heap"), heap.getMessage());
 
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment ro = arena.allocate(4096).asReadOnly();
-                IllegalArgumentException readOnly = assertThrows(IllegalArgumentException.class, () -> pd.register(ro));
+                IllegalArgumentException readOnly = assertThrows(IllegalArgumentException.class, () -> pd.register(arena, ro));
                 assertTrue(readOnly.getMessage().contains("read-only"), readOnly.getMessage());
             }
 
             Arena closed = Arena.ofShared();
             MemorySegment gone = closed.allocate(4096);
             closed.close();
-            IllegalStateException dead = assertThrows(IllegalStateException.class, () -> pd.register(gone));
+            IllegalStateException dead = assertThrows(IllegalStateException.class, () -> pd.register(closed, gone));
             assertTrue(dead.getMessage().contains("arena is already closed"), dead.getMessage());
 
             Arena shortLived = Arena.ofShared();
-            try (MemoryRegion mr = pd.register(shortLived.allocate(4096, 4096))) {
+            try (MemoryRegion mr = pd.register(shortLived, shortLived.allocate(4096, 4096))) {
                 IndexOutOfBoundsException outside = assertThrows(IndexOutOfBoundsException.class,
                         () -> new SendRequest(1).sge(mr, 4000, 200));
                 assertTrue(outside.getMessage().contains("outside"), outside.getMessage());
@@ -106,7 +106,7 @@ class MisuseIT {
         try (Context ctx = dev.open();
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(4);
-             QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+             QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
              MemoryRegion mr = pd.allocateAndRegister(4096)) {
             SendRequest second = new SendRequest(1).id(2).opcode(SendOpcode.SEND).sge(mr, 0, 8);
             SendRequest first = new SendRequest(1).id(1).opcode(SendOpcode.SEND).sge(mr, 0, 8).next(second);
@@ -127,7 +127,7 @@ class MisuseIT {
         try (Context ctx = dev.open();
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(4);
-             QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq))) {
+             QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq))) {
             // RESET -> RTS is not a legal transition.
             VerbsException e = assertThrows(VerbsException.class,
                     () -> qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(1)));
@@ -137,7 +137,7 @@ class MisuseIT {
             VerbsException noPort = assertThrows(VerbsException.class, () -> ctx.queryPort(9));
             assertEquals("ibv_query_port", noPort.verb());
             VerbsException huge = assertThrows(VerbsException.class,
-                    () -> pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq).maxSendWr(1 << 30)));
+                    () -> pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(1 << 30)));
             assertEquals("ibv_create_qp", huge.verb());
         }
     }

@@ -31,13 +31,13 @@ final class Pair implements AutoCloseable {
         this(device, type, c -> c);
     }
 
-    Pair(TestDevice device, QpType type, java.util.function.UnaryOperator<QueuePair.Config> tune) {
+    Pair(TestDevice device, QpType type, java.util.function.UnaryOperator<QpInitAttributes> tune) {
         ctx = device.open();
         pd = ctx.allocateProtectionDomain();
         cqA = ctx.createCompletionQueue(256);
         cqB = ctx.createCompletionQueue(256);
-        a = pd.createQueuePair(tune.apply(new QueuePair.Config(type, cqA, cqA).maxSendWr(64).maxRecvWr(64)));
-        b = pd.createQueuePair(tune.apply(new QueuePair.Config(type, cqB, cqB).maxSendWr(64).maxRecvWr(64)));
+        a = pd.createQueuePair(tune.apply(new QpInitAttributes(type, cqA, cqA).maxSendWr(64).maxRecvWr(64)));
+        b = pd.createQueuePair(tune.apply(new QpInitAttributes(type, cqB, cqB).maxSendWr(64).maxRecvWr(64)));
         EnumSet<AccessFlag> all = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ,
                 AccessFlag.REMOTE_ATOMIC);
         if (type == QpType.UC) {

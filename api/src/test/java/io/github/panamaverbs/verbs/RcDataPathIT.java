@@ -213,8 +213,8 @@ class RcDataPathIT {
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue sendCq = ctx.createCompletionQueue(16);
              CompletionQueue recvCq = ctx.createCompletionQueue(16, channel, 0);
-             QueuePair a = pd.createQueuePair(new QueuePair.Config(QpType.RC, sendCq, sendCq));
-             QueuePair b = pd.createQueuePair(new QueuePair.Config(QpType.RC, recvCq, recvCq));
+             QueuePair a = pd.createQueuePair(new QpInitAttributes(QpType.RC, sendCq, sendCq));
+             QueuePair b = pd.createQueuePair(new QpInitAttributes(QpType.RC, recvCq, recvCq));
              MemoryRegion mr = pd.allocateAndRegister(4096)) {
             ConnectOptions how = ConnectOptions.port(dev.port()).gidIndex(dev.gidIndex());
             a.connect(b.localEndpoint(how), how);

@@ -29,8 +29,8 @@ class ReadmeExampleTest {
         try (Context ctx = Device.open(deviceName);
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(16);
-             QueuePair a = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
-             QueuePair b = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+             QueuePair a = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
+             QueuePair b = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
              MemoryRegion src = pd.allocateAndRegister(4096);
              MemoryRegion dst = pd.allocateAndRegister(4096, AccessFlag.REMOTE_WRITE)) {
             // Connect the queue pairs to each other. Across hosts, exchange the endpoints out of

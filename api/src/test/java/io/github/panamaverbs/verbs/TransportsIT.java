@@ -105,9 +105,9 @@ class TransportsIT {
             List<QueuePair> senders = new ArrayList<>();
             try {
                 for (int i = 0; i < 4; i++) {
-                    QueuePair r = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq).sharedReceiveQueue(srq));
+                    QueuePair r = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq).sharedReceiveQueue(srq));
                     receivers.add(r);
-                    QueuePair s = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+                    QueuePair s = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
                     senders.add(s);
                     r.connect(s.localEndpoint(how), how);
                     s.connect(r.localEndpoint(how), how);
@@ -173,8 +173,8 @@ class TransportsIT {
              CompletionQueue cq = ctx.createCompletionQueue(64);
              SharedReceiveQueue srq = pd.createSharedReceiveQueue(16, 1);
              MemoryRegion mr = pd.allocateAndRegister(8192);
-             QueuePair r = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq).sharedReceiveQueue(srq));
-             QueuePair s = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq))) {
+             QueuePair r = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq).sharedReceiveQueue(srq));
+             QueuePair s = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq))) {
             ConnectOptions how = ConnectOptions.port(dev.port()).gidIndex(dev.gidIndex());
             r.connect(s.localEndpoint(how), how);
             s.connect(r.localEndpoint(how), how);
@@ -216,8 +216,8 @@ class TransportsIT {
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue tiny = ctx.createCompletionQueue(1);
              MemoryRegion mr = pd.allocateAndRegister(8192);
-             QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, tiny, tiny).maxRecvWr(64))) {
-            qp.init(ConnectOptions.port(dev.port()));
+             QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, tiny, tiny).maxRecvWr(64))) {
+            qp.toInit(ConnectOptions.port(dev.port()));
             int n = tiny.capacity() + 4;
             for (int i = 0; i < n; i++) {
                 qp.postReceive(new ReceiveRequest(1).id(i).sge(mr, i * 64L, 64));

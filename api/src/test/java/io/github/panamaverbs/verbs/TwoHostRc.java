@@ -33,7 +33,7 @@ public final class TwoHostRc {
         try (Context ctx = Device.open(device);
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(16);
-             QueuePair qp = pd.createQueuePair(new QueuePair.Config(QpType.RC, cq, cq));
+             QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
              MemoryRegion mr = pd.allocateAndRegister(4L * SIZE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ,
                      AccessFlag.REMOTE_ATOMIC);
              Socket socket = server ? accept() : new Socket(InetAddress.getByName(args[1]), PORT)) {
@@ -54,7 +54,7 @@ public final class TwoHostRc {
             if (server) {
                 fill(buf.asSlice(SIZE, SIZE), 2);           // what the client will read
                 buf.set(JAVA_LONG, 3L * SIZE, 40);           // the counter
-                qp.init(how); // receives may be posted from INIT on, before the peer is known
+                qp.toInit(how); // receives may be posted from INIT on, before the peer is known
                 qp.postReceive(new ReceiveRequest(1).id(1).sge(mr, 2L * SIZE, 256));
                 qp.connect(RemoteEndpoint.fromBytes(peer), how);
                 out.writeUTF("ready");
@@ -67,7 +67,7 @@ public final class TwoHostRc {
                 qp.postSend(new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mr, 0, 128));
                 expect(cq, wc, WcOpcode.SEND);
             } else {
-                qp.init(how);
+                qp.toInit(how);
                 qp.postReceive(new ReceiveRequest(1).id(1).sge(mr, 3L * SIZE, 128));
                 qp.connect(RemoteEndpoint.fromBytes(peer), how);
                 check(in.readUTF().equals("ready"), "server ready");

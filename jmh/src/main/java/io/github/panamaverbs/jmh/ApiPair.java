@@ -7,6 +7,7 @@ import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.MemoryRegion;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
@@ -31,8 +32,8 @@ final class ApiPair implements AutoCloseable {
         pd = ctx.allocateProtectionDomain();
         cqA = ctx.createCompletionQueue(1024);
         cqB = ctx.createCompletionQueue(1024);
-        a = pd.createQueuePair(new QueuePair.Config(QpType.RC, cqA, cqA).maxSendWr(256).maxRecvWr(256));
-        b = pd.createQueuePair(new QueuePair.Config(QpType.RC, cqB, cqB).maxSendWr(256).maxRecvWr(256));
+        a = pd.createQueuePair(new QpInitAttributes(QpType.RC, cqA, cqA).maxSendWr(256).maxRecvWr(256));
+        b = pd.createQueuePair(new QpInitAttributes(QpType.RC, cqB, cqB).maxSendWr(256).maxRecvWr(256));
         mrA = pd.allocateAndRegister(size, AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         mrB = pd.allocateAndRegister(size, AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         ConnectOptions how = dev.options();

@@ -10,6 +10,7 @@ import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
@@ -197,12 +198,12 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         Arena arena = res.add(Arena.ofShared());
         EnumSet<AccessFlag> access = verb == Verb.WRITE ? EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE)
                 : EnumSet.of(AccessFlag.LOCAL_WRITE);
-        MemoryRegion mr = res.add(pd.register(arena.allocate(2 * half, 4096), access));
+        MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2 * half, 4096), access));
         boolean receives = verb == Verb.SEND && isServer;
         CompletionQueue cq = res.add(ctx.createCompletionQueue(receives ? rxDepth : txDepth));
         QueuePair qp;
         try {
-            qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, cq).maxSendWr(txDepth)
+            qp = res.add(pd.createQueuePair(new QpInitAttributes(type, cq, cq).maxSendWr(txDepth)
                     .maxRecvWr(receives ? rxDepth : 1).maxInlineData(inline)));
         } catch (VerbsException e) {
             throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "

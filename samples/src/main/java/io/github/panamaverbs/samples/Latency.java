@@ -10,6 +10,7 @@ import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
@@ -143,12 +144,13 @@ final class Latency extends PerftestTool<Latency.Verb> {
         int grh = type == QpType.UD ? Common.GRH_BYTES : 0;
         // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer
         // writes, or (send-lat) where receives land, after the GRH on UD.
-        MemoryRegion mr = res.add(pd.register(res.add(Arena.ofShared()).allocate(2L * maxSize + grh, 4096), access));
+        Arena arena = res.add(Arena.ofShared());
+        MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2L * maxSize + grh, 4096), access));
         CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
         CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
         QueuePair qp;
         try {
-            qp = res.add(pd.createQueuePair(new QueuePair.Config(type, cq, rcq).maxSendWr(16)
+            qp = res.add(pd.createQueuePair(new QpInitAttributes(type, cq, rcq).maxSendWr(16)
                     .maxRecvWr(verb == Verb.SEND ? RX_DEPTH : 1).maxInlineData(inline)));
         } catch (VerbsException e) {
             throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "

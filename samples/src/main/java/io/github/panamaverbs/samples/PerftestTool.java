@@ -8,6 +8,7 @@ import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -179,7 +180,7 @@ abstract class PerftestTool<V extends Enum<V>> {
         if (type == QpType.UD) {
             qp.activateDatagram(co, Common.QKEY);
         } else {
-            qp.init(co);
+            qp.toInit(co);
         }
     }
 

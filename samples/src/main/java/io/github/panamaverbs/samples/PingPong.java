@@ -12,6 +12,7 @@ import io.github.panamaverbs.verbs.MemoryRegion;
 import io.github.panamaverbs.verbs.PortAttributes;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.RemoteEndpoint;
@@ -201,7 +202,7 @@ final class PingPong {
                 srq = res.add(pd.createSharedReceiveQueue(rxDepth, 1));
             }
             for (int i = 0; i < numQp; i++) {
-                QueuePair.Config config = new QueuePair.Config(kind.type, cq, cq).maxSendWr(1).maxSendSge(1)
+                QpInitAttributes config = new QpInitAttributes(kind.type, cq, cq).maxSendWr(1).maxSendSge(1)
                         .maxRecvWr(rxDepth).maxRecvSge(1);
                 if (srq != null) {
                     config.sharedReceiveQueue(srq);
@@ -210,7 +211,7 @@ final class PingPong {
                 if (kind == Kind.UD) {
                     qp.activateDatagram(connectOptions, Common.QKEY);
                 } else {
-                    qp.init(connectOptions);
+                    qp.toInit(connectOptions);
                 }
                 qps.add(qp);
                 SendRequest send = new SendRequest(1, arena).id(SEND_WRID).opcode(SendOpcode.SEND)

@@ -1,0 +1,161 @@
+package io.github.panamaverbs.verbs;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import io.github.panamaverbs.internal.Errno;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * What {@link SendRequest} and {@link ReceiveRequest} share: the off-heap request ({@code ibv_send_wr}
+ * or {@code ibv_recv_wr}), its {@code bad_wr} slot and SGE array in one allocation, the id, the
+ * scatter/gather entries, the chain ({@code next}) and how a failed post names the request.
+ *
+ * @param <R> the request type, returned by the setters
+ */
+abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest, ReceiveRequest {
+    /** Longest chain accepted: a guard against cycles. */
+    static final int MAX_CHAIN = 1 << 16;
+    /** Most scatter/gather entries one request may have room for (devices allow a few dozen). */
+    static final int MAX_SGE = 1 << 16;
+
+    private final long wrIdOffset;
+    private final long nextOffset;
+    /** The work request; the bad_wr slot and the SGE array follow it in the same allocation. */
+    final MemorySegment segment;
+    final MemorySegment badWr;
+    final ScatterGather sgl;
+    R next;
+
+    WorkRequest(int maxSge, Arena arena, long wrSize, long wrIdOffset, long nextOffset, long sgListOffset,
+                long numSgeOffset) {
+        Objects.requireNonNull(arena, "arena");
+        if (maxSge < 1 || maxSge > MAX_SGE) {
+            throw new IllegalArgumentException("maxSge must be in [1, " + MAX_SGE + "], not " + maxSge);
+        }
+        this.wrIdOffset = wrIdOffset;
+        this.nextOffset = nextOffset;
+        this.segment = arena.allocate(wrSize + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
+        this.badWr = segment.asSlice(wrSize, 8);
+        this.sgl = new ScatterGather(segment, sgListOffset, numSgeOffset,
+                segment.asSlice(wrSize + 8, ScatterGather.SGE_SIZE * maxSge));
+    }
+
+    @SuppressWarnings("unchecked")
+    private R self() {
+        return (R) this;
+    }
+
+    /** {@code wr_id}: returned in the completion. */
+    public R id(long wrId) {
+        segment.set(JAVA_LONG, wrIdOffset, wrId);
+        return self();
+    }
+
+    /** {@code wr_id}. */
+    public long id() {
+        return segment.get(JAVA_LONG, wrIdOffset);
+    }
+
+    /** Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}. */
+    public R sge(MemoryRegion region, long offset, int length) {
+        Objects.requireNonNull(region, "region");
+        sgl.clear();
+        sgl.add(region, offset, length);
+        return self();
+    }
+
+    /** Appends a scatter/gather entry. */
+    public R addSge(MemoryRegion region, long offset, int length) {
+        Objects.requireNonNull(region, "region");
+        sgl.add(region, offset, length);
+        return self();
+    }
+
+    /** Replaces scatter/gather entry {@code index} (which must exist or be the next one). */
+    public R setSge(int index, MemoryRegion region, long offset, int length) {
+        Objects.requireNonNull(region, "region");
+        sgl.set(index, region, offset, length);
+        return self();
+    }
+
+    /** Removes all scatter/gather entries (a zero-length message). */
+    public R clearSges() {
+        sgl.clear();
+        return self();
+    }
+
+    /** The number of scatter/gather entries set. */
+    public int sgeCount() {
+        return sgl.count();
+    }
+
+    /** {@code next}: posts {@code request} right after this one, in the same call; null ends the chain. */
+    public R next(R request) {
+        for (R r = request; r != null; r = r.next) {
+            if (r == this) {
+                throw new IllegalArgumentException("chaining " + request + " would make a cycle");
+            }
+        }
+        this.next = request;
+        segment.set(ADDRESS, nextOffset, request == null ? MemorySegment.NULL : request.segment);
+        return self();
+    }
+
+    /** The next request in the chain, or null. */
+    public R next() {
+        return next;
+    }
+
+    /**
+     * Checks every request of the chain right before it is posted: its own memory alive (a chain
+     * member may live in another arena), each SGE's region open and its memory alive, and what
+     * {@link #checkOwn(int, QpType)} adds. Allocation-free.
+     *
+     * @param type the type of the queue pair it is posted on; null for a shared receive queue
+     */
+    final void checkChain(QpType type) {
+        int n = 0;
+        for (WorkRequest<R> r = this; r != null; r = r.next, n++) {
+            if (!r.segment.scope().isAlive()) {
+                throw new IllegalStateException("work request #" + n + " of the chain has been freed (its arena is closed)");
+            }
+            r.sgl.check(n);
+            r.checkOwn(n, type);
+        }
+    }
+
+    /** Checks of one request type; see {@link #checkChain(QpType)}. */
+    abstract void checkOwn(int index, QpType type);
+
+    /**
+     * The exception for a post of this chain on {@code target} that failed with {@code rc}: which
+     * request the provider named in bad_wr (the slot is cleared, so that a stale pointer is never
+     * read next time; a provider that fails in its doorbell names none) and why.
+     */
+    final VerbsException postFailed(String verb, int rc, Resource target, String why) {
+        long bad = badWr.get(ADDRESS, 0).address();
+        badWr.set(ADDRESS, 0, MemorySegment.NULL);
+        int index = -1;
+        int i = 0;
+        for (WorkRequest<R> r = this; r != null && i < MAX_CHAIN; r = r.next, i++) {
+            if (r.segment.address() == bad) {
+                index = i;
+                break;
+            }
+        }
+        int errno = Math.abs(rc);
+        return new VerbsException(verb, errno, (index >= 0 ? "work request #" + index
+                + " of the chain and those after it were not posted on "
+                : "the provider did not say which work request failed on ") + target + why(errno, why));
+    }
+
+    private static String why(int errno, String why) {
+        if (why != null) {
+            return why;
+        }
+        return errno == Errno.ENOMEM ? "; the queue is full (more outstanding requests than its depth)" : "";
+    }
+}

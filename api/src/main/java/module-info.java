@@ -10,4 +10,5 @@ module io.github.panamaverbs {
     requires io.github.panamaverbs.bindings;
 
     exports io.github.panamaverbs.verbs;
+    exports io.github.panamaverbs.cm;
 }

@@ -8,6 +8,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_async_event;
 import io.github.panamaverbs.bindings.ibv_context;
+import io.github.panamaverbs.bindings.ibv_device;
 import io.github.panamaverbs.bindings.ibv_device_attr_ex;
 import io.github.panamaverbs.bindings.ibv_gid_entry;
 import io.github.panamaverbs.bindings.ibv_port_attr;
@@ -59,9 +60,20 @@ public final class Context extends Resource {
     /** Queue pairs, completion queues and SRQs by C address, so events can name the Java object. */
     private final Map<Long, Resource> byAddress = new ConcurrentHashMap<>();
 
+    /** Contexts that librdmacm opened, by address: one Java object per device. */
+    private static final Map<Long, Context> BORROWED = new ConcurrentHashMap<>();
+
+    /** False for a context that librdmacm opened and closes: closing it here frees nothing. */
+    private final boolean owned;
+
     Context(MemorySegment context, Device device) {
+        this(context, device, true);
+    }
+
+    private Context(MemorySegment context, Device device, boolean owned) {
         super(context, ibv_context.sizeof());
         this.device = device;
+        this.owned = owned;
         this.verbsContext = extended(handle());
         Native.setNonBlocking(ibv_context.async_fd(handle()), "async_fd");
     }
@@ -278,8 +290,22 @@ public final class Context extends Resource {
         }
     }
 
+    /**
+     * The context over {@code ctx}, an {@code ibv_context} that librdmacm opened for a connection ID
+     * (it stays open for the life of the process); one Java object per device, made anew if the
+     * last one was closed.
+     */
+    static Context borrowed(MemorySegment ctx) {
+        return BORROWED.compute(ctx.address(), (address, existing) -> existing != null && !existing.isClosed() ? existing
+                : new Context(ctx, Device.describe(ibv_context.device(ctx.reinterpret(ibv_context.sizeof()))
+                        .reinterpret(ibv_device.sizeof())), false));
+    }
+
     @Override
     void destroy(MemorySegment address) {
+        if (!owned) {
+            return; // librdmacm's: it closes it
+        }
         Native.check("ibv_close_device", Native.NO_HINT, c -> (int) CLOSE_DEVICE.invokeExact(c.errno(), address));
     }
 

@@ -99,7 +99,7 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
         return hex.substring(0, 4) + ':' + hex.substring(4, 8) + ':' + hex.substring(8, 12) + ':' + hex.substring(12);
     }
 
-    private static Device describe(MemorySegment d) {
+    static Device describe(MemorySegment d) {
         long beGuid;
         try {
             beGuid = (long) Verbs.ibv_get_device_guid$handle().invokeExact(d);

@@ -10,6 +10,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.security.SecureRandom;
 import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 
 /**
  * A queue pair ({@code struct ibv_qp}): a send queue and a receive queue, the endpoint of RDMA
@@ -51,14 +53,30 @@ public final class QueuePair extends Resource {
     private final int qpNum;
     private final int psn = RANDOM.nextInt() & 0xffffff;
     private final boolean hasSrq;
-    private volatile QpState state = QpState.RESET;
+    private volatile QpState state;
+
+    /** How librdmacm destroys a queue pair it created ({@code rdma_destroy_qp}); null for ibv_destroy_qp. */
+    private final Consumer<MemorySegment> destroyer;
 
     QueuePair(ProtectionDomain pd, QpInitAttributes init) {
-        this(pd, init, new QpCapabilities[1]);
+        this(pd, init, null, null, null, QpState.RESET);
     }
 
-    private QueuePair(ProtectionDomain pd, QpInitAttributes init, QpCapabilities[] granted) {
-        super(create(pd, init, granted), ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq);
+    /**
+     * A queue pair created by {@code creator} (given the filled ibv_qp_init_attr; null for
+     * ibv_create_qp), destroyed by {@code destroyer}, used by nothing after {@code owner} closes.
+     */
+    QueuePair(ProtectionDomain pd, QpInitAttributes init, UnaryOperator<MemorySegment> creator,
+              Consumer<MemorySegment> destroyer, Resource owner, QpState initialState) {
+        this(pd, init, new QpCapabilities[1], creator, destroyer, owner, initialState);
+    }
+
+    private QueuePair(ProtectionDomain pd, QpInitAttributes init, QpCapabilities[] granted,
+                      UnaryOperator<MemorySegment> creator, Consumer<MemorySegment> destroyer, Resource owner,
+                      QpState initialState) {
+        super(create(pd, init, granted, creator), ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq, owner);
+        this.destroyer = destroyer;
+        this.state = initialState;
         this.pd = pd;
         this.context = pd.context();
         this.type = init.type;
@@ -70,7 +88,8 @@ public final class QueuePair extends Resource {
         context.register(this, ptr().address());
     }
 
-    private static MemorySegment create(ProtectionDomain pd, QpInitAttributes c, QpCapabilities[] granted) {
+    private static MemorySegment create(ProtectionDomain pd, QpInitAttributes c, QpCapabilities[] granted,
+                                        UnaryOperator<MemorySegment> creator) {
         Objects.requireNonNull(c, "init");
         MemorySegment pdHandle = checkOpen(pd);
         for (CompletionQueue cq : new CompletionQueue[] {c.sendCq, c.recvCq}) {
@@ -99,7 +118,7 @@ public final class QueuePair extends Resource {
             ibv_qp_cap.max_inline_data(cap, c.maxInlineData);
             ibv_qp_init_attr.qp_type(init, c.type.value);
             ibv_qp_init_attr.sq_sig_all(init, c.sqSigAll ? 1 : 0);
-            MemorySegment qp = Native.create("ibv_create_qp", e -> e == Errno.EINVAL
+            MemorySegment qp = creator != null ? creator.apply(init) : Native.create("ibv_create_qp", e -> e == Errno.EINVAL
                     ? "a capability exceeds the device's limits (max_qp_wr, max_sge, inline) or " + c.type
                       + " is not supported" : Native.MEMLOCK.explain(e),
                     x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, init));
@@ -336,9 +355,18 @@ public final class QueuePair extends Resource {
         };
     }
 
+    /** A state librdmacm moved this queue pair to. */
+    void stateChanged(QpState newState) {
+        state = newState;
+    }
+
     @Override
     void destroy(MemorySegment address) {
-        Native.check("ibv_destroy_qp", Native.NO_HINT, c -> (int) DESTROY.invokeExact(c.errno(), address));
+        if (destroyer != null) {
+            destroyer.accept(address);
+        } else {
+            Native.check("ibv_destroy_qp", Native.NO_HINT, c -> (int) DESTROY.invokeExact(c.errno(), address));
+        }
         context.unregister(address.address());
     }
 

@@ -1,5 +1,6 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.VerbsBridge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -24,7 +25,11 @@ import java.util.Set;
  * call that uses the resource.
  */
 public abstract sealed class Resource implements AutoCloseable permits AddressHandle, CompletionChannel,
-        CompletionQueue, Context, MemoryRegion, ProtectionDomain, QueuePair, SharedReceiveQueue {
+        CompletionQueue, Context, Handle, MemoryRegion, ProtectionDomain, QueuePair, SharedReceiveQueue {
+    static {
+        VerbsBridge.register(new Bridge());
+    }
+
     private volatile Arena arena = Arena.ofShared();
     /** The C struct, a segment of {@link #arena}; replaced only when a failed destroy reopens the resource. */
     private volatile MemorySegment handle;

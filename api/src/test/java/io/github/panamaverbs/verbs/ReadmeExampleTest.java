@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
  * Keeps the usage example in README.md compiling and true: the README's example is the code
  * between the markers in {@link #example()}, verbatim (less its indentation).
  */
-class ReadmeExampleTest {
+public class ReadmeExampleTest {
 
     private static final String BEGIN = "// README-EXAMPLE-BEGIN";
     private static final String END = "// README-EXAMPLE-END";
@@ -76,13 +76,18 @@ class ReadmeExampleTest {
 
     /** The lines between the markers, with their common indentation removed, each ending in a newline. */
     static String exampleCode(List<String> lines) {
+        return exampleCode(lines, BEGIN, END);
+    }
+
+    /** The lines between {@code begin} and {@code end}, with their common indentation removed. */
+    public static String exampleCode(List<String> lines, String begin, String end) {
         List<String> body = new ArrayList<>();
         boolean inside = false;
         for (String line : lines) {
             String trimmed = line.strip();
-            if (trimmed.equals(BEGIN)) {
+            if (trimmed.equals(begin)) {
                 inside = true;
-            } else if (trimmed.equals(END)) {
+            } else if (trimmed.equals(end)) {
                 break;
             } else if (inside) {
                 body.add(line.stripTrailing());
@@ -98,7 +103,7 @@ class ReadmeExampleTest {
     }
 
     /** The repository root: the nearest directory up from the working directory that holds README.md and mvnw. */
-    private static Path projectRoot() {
+    public static Path projectRoot() {
         for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
             if (Files.isRegularFile(dir.resolve("README.md")) && Files.isRegularFile(dir.resolve("mvnw"))) {
                 return dir;

@@ -1,0 +1,66 @@
+package io.github.panamaverbs.cm;
+
+import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.CEnum;
+
+/** What happened to a connection ID: {@code enum rdma_cm_event_type}. */
+public enum CmEventType {
+    /** {@code RDMA_CM_EVENT_ADDR_RESOLVED}: the destination address maps to a local device */
+    ADDR_RESOLVED(Verbs.RDMA_CM_EVENT_ADDR_RESOLVED()),
+    /** {@code RDMA_CM_EVENT_ADDR_ERROR}: it does not (status: a negative errno) */
+    ADDR_ERROR(Verbs.RDMA_CM_EVENT_ADDR_ERROR()),
+    /** {@code RDMA_CM_EVENT_ROUTE_RESOLVED}: a path to the destination is known */
+    ROUTE_RESOLVED(Verbs.RDMA_CM_EVENT_ROUTE_RESOLVED()),
+    /** {@code RDMA_CM_EVENT_ROUTE_ERROR} */
+    ROUTE_ERROR(Verbs.RDMA_CM_EVENT_ROUTE_ERROR()),
+    /** {@code RDMA_CM_EVENT_CONNECT_REQUEST}: a peer wants to connect to a listener; the event names the new ID */
+    CONNECT_REQUEST(Verbs.RDMA_CM_EVENT_CONNECT_REQUEST()),
+    /** {@code RDMA_CM_EVENT_CONNECT_RESPONSE}: only for an ID without a queue pair */
+    CONNECT_RESPONSE(Verbs.RDMA_CM_EVENT_CONNECT_RESPONSE()),
+    /** {@code RDMA_CM_EVENT_CONNECT_ERROR} */
+    CONNECT_ERROR(Verbs.RDMA_CM_EVENT_CONNECT_ERROR()),
+    /** {@code RDMA_CM_EVENT_UNREACHABLE}: the peer did not answer (status: a negative errno) */
+    UNREACHABLE(Verbs.RDMA_CM_EVENT_UNREACHABLE()),
+    /** {@code RDMA_CM_EVENT_REJECTED}: refused (status: the reject reason; 8 on IB/RoCE = nobody listens there) */
+    REJECTED(Verbs.RDMA_CM_EVENT_REJECTED()),
+    /** {@code RDMA_CM_EVENT_ESTABLISHED}: connected; the queue pair is in RTS */
+    ESTABLISHED(Verbs.RDMA_CM_EVENT_ESTABLISHED()),
+    /**
+     * {@code RDMA_CM_EVENT_DISCONNECTED}: either side disconnected (or the peer is gone); the API moves
+     * the ID's queue pair to ERR, so that its outstanding work requests complete with WR_FLUSH_ERR
+     */
+    DISCONNECTED(Verbs.RDMA_CM_EVENT_DISCONNECTED()),
+    /** {@code RDMA_CM_EVENT_DEVICE_REMOVAL} */
+    DEVICE_REMOVAL(Verbs.RDMA_CM_EVENT_DEVICE_REMOVAL()),
+    /** {@code RDMA_CM_EVENT_MULTICAST_JOIN} */
+    MULTICAST_JOIN(Verbs.RDMA_CM_EVENT_MULTICAST_JOIN()),
+    /** {@code RDMA_CM_EVENT_MULTICAST_ERROR} */
+    MULTICAST_ERROR(Verbs.RDMA_CM_EVENT_MULTICAST_ERROR()),
+    /** {@code RDMA_CM_EVENT_ADDR_CHANGE} */
+    ADDR_CHANGE(Verbs.RDMA_CM_EVENT_ADDR_CHANGE()),
+    /** {@code RDMA_CM_EVENT_TIMEWAIT_EXIT}: the queue pair may be reused */
+    TIMEWAIT_EXIT(Verbs.RDMA_CM_EVENT_TIMEWAIT_EXIT());
+
+    private static final CEnum<CmEventType> C = new CEnum<>(CmEventType.class, CmEventType::value);
+
+    final int value;
+
+    CmEventType(int value) {
+        this.value = value;
+    }
+
+    /** The C value. */
+    public int value() {
+        return value;
+    }
+
+    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    public static CmEventType of(int value) {
+        return C.of(value);
+    }
+
+    /** The name librdmacm's {@code rdma_event_str} gives it: {@code RDMA_CM_EVENT_ESTABLISHED}. */
+    public String cName() {
+        return "RDMA_CM_EVENT_" + name();
+    }
+}

@@ -1,0 +1,292 @@
+package io.github.panamaverbs.cm;
+
+import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.ProtectionDomain;
+import io.github.panamaverbs.verbs.QpInitAttributes;
+import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QueuePair;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Consumer;
+
+/**
+ * A reliable connection made in one call over the event API: its ID, a protection domain and a
+ * completion queue on the ID's device, and the connected RC {@link QueuePair}.
+ *
+ * <pre>{@code
+ * // client
+ * try (Connection c = Connection.connect(new InetSocketAddress("10.0.0.1", 7471), new Connection.Config(), timeout)) {
+ *     MemoryRegion mr = c.protectionDomain().allocateAndRegister(4096);
+ *     c.queuePair().postSend(new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mr, 0, 16));
+ * }
+ * // server
+ * try (Listener l = Listener.bind(new InetSocketAddress(7471), 8);
+ *      Connection c = l.accept(new Connection.Config(), timeout)) { ... }
+ * }</pre>
+ *
+ * <p>Receives that must be in place before the peer can send (iWARP has no receiver-not-ready
+ * retry: a send that finds no receive breaks the connection) are posted in
+ * {@link Config#beforeConnect(Consumer)}, which runs when the queue pair exists and before the
+ * connection is requested or accepted.
+ */
+public final class Connection implements AutoCloseable {
+
+    /** The queue pair's sizes, the connection parameters and the hook that runs before connecting. */
+    public static final class Config {
+        int maxSendWr = 16;
+        int maxRecvWr = 16;
+        int maxSendSge = 1;
+        int maxRecvSge = 1;
+        int maxInlineData;
+        int cqEntries;
+        ConnectionParameters parameters = new ConnectionParameters();
+        Consumer<Connection> beforeConnect = c -> { };
+
+        /** Defaults: 16 sends and 16 receives of one SGE each, no inline data, a CQ for all of them, librdmacm's parameters. */
+        public Config() {
+        }
+
+        /** {@code cap.max_send_wr}. */
+        public Config maxSendWr(int n) {
+            this.maxSendWr = n;
+            return this;
+        }
+
+        /** {@code cap.max_recv_wr}. */
+        public Config maxRecvWr(int n) {
+            this.maxRecvWr = n;
+            return this;
+        }
+
+        /** {@code cap.max_send_sge} and {@code cap.max_recv_sge}. */
+        public Config maxSge(int send, int recv) {
+            this.maxSendSge = send;
+            this.maxRecvSge = recv;
+            return this;
+        }
+
+        /** {@code cap.max_inline_data}. */
+        public Config maxInlineData(int n) {
+            this.maxInlineData = n;
+            return this;
+        }
+
+        /** Entries of the completion queue (default: sends plus receives). */
+        public Config completionQueueEntries(int n) {
+            this.cqEntries = n;
+            return this;
+        }
+
+        /** What is offered to the peer, private data included. */
+        public Config parameters(ConnectionParameters p) {
+            this.parameters = Objects.requireNonNull(p, "parameters");
+            return this;
+        }
+
+        /** Runs once the queue pair exists, before connecting or accepting: post the first receives here. */
+        public Config beforeConnect(Consumer<Connection> hook) {
+            this.beforeConnect = Objects.requireNonNull(hook, "hook");
+            return this;
+        }
+    }
+
+    private final EventChannel ownChannel;
+    private final CmId id;
+    private final ProtectionDomain pd;
+    private final CompletionQueue cq;
+    private final QueuePair qp;
+    private byte[] peerPrivateData = new byte[0];
+    private volatile boolean connected;
+
+    private Connection(EventChannel ownChannel, CmId id, Config config) {
+        this.ownChannel = ownChannel;
+        this.id = id;
+        Context ctx = id.context();
+        List<AutoCloseable> made = new ArrayList<>();
+        try {
+            this.pd = add(made, ctx.allocateProtectionDomain());
+            this.cq = add(made, ctx.createCompletionQueue(config.cqEntries > 0 ? config.cqEntries
+                    : Math.max(1, config.maxSendWr + config.maxRecvWr)));
+            this.qp = add(made, id.createQueuePair(pd, new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(config.maxSendWr)
+                    .maxRecvWr(config.maxRecvWr).maxSendSge(config.maxSendSge).maxRecvSge(config.maxRecvSge)
+                    .maxInlineData(config.maxInlineData)));
+        } catch (RuntimeException | Error e) {
+            closeAll(made, e);
+            throw e;
+        }
+    }
+
+    private static <T extends AutoCloseable> T add(List<AutoCloseable> made, T r) {
+        made.add(r);
+        return r;
+    }
+
+    private static void closeAll(List<AutoCloseable> made, Throwable cause) {
+        for (int i = made.size() - 1; i >= 0; i--) {
+            try {
+                made.get(i).close();
+            } catch (Exception suppressed) {
+                cause.addSuppressed(suppressed);
+            }
+        }
+    }
+
+    /**
+     * Connects to {@code server}: resolves its address and route, creates the queue pair, runs the
+     * {@link Config#beforeConnect} hook, connects and waits until the connection is established,
+     * all within {@code timeout}.
+     *
+     * @throws ConnectionException if the peer rejects (nobody listening, or its application said no),
+     *                             cannot be reached or resolved, or nothing happens in time; nothing is left open
+     */
+    public static Connection connect(InetSocketAddress server, Config config, Duration timeout) {
+        Objects.requireNonNull(server, "server");
+        Objects.requireNonNull(config, "config");
+        EventChannel channel = EventChannel.create();
+        CmId id = null;
+        Connection c = null;
+        try {
+            id = channel.createId(PortSpace.TCP);
+            id.resolve(server, timeout);
+            c = new Connection(channel, id, config);
+            config.beforeConnect.accept(c);
+            id.connect(config.parameters);
+            CmEvent established = id.awaitEvent(CmEventType.ESTABLISHED, timeout);
+            c.peerPrivateData = established.privateData();
+            c.connected = true;
+            return c;
+        } catch (RuntimeException | Error e) {
+            if (c != null) {
+                c.closeQuietly(e);
+            } else {
+                if (id != null) {
+                    try {
+                        id.close();
+                    } catch (RuntimeException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                }
+                channel.close();
+            }
+            throw e;
+        }
+    }
+
+    /** The passive side, for {@link Listener#accept}: {@code request} is the CONNECT_REQUEST event. */
+    static Connection accept(CmEvent request, Config config, Duration timeout) {
+        Connection c = null;
+        try {
+            c = new Connection(null, request.id(), config);
+            c.peerPrivateData = request.privateData();
+            config.beforeConnect.accept(c);
+            request.id().accept(config.parameters);
+            request.id().awaitEvent(CmEventType.ESTABLISHED, timeout);
+            c.connected = true;
+            return c;
+        } catch (RuntimeException | Error e) {
+            if (c != null) {
+                c.closeQuietly(e);
+            } else {
+                try {
+                    request.id().reject(new byte[0]);
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+                request.id().close();
+            }
+            throw e;
+        }
+    }
+
+    private void closeQuietly(Throwable cause) {
+        try {
+            close();
+        } catch (RuntimeException suppressed) {
+            cause.addSuppressed(suppressed);
+        }
+    }
+
+    /** The connected RC queue pair. */
+    public QueuePair queuePair() {
+        return qp;
+    }
+
+    /** The protection domain of the queue pair: register the connection's buffers in it. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /** The completion queue of both the sends and the receives. */
+    public CompletionQueue completionQueue() {
+        return cq;
+    }
+
+    /** The connection ID. */
+    public CmId id() {
+        return id;
+    }
+
+    /** What the peer sent with its request (server side) or its accept (client side); see {@link CmEvent#privateData()}. */
+    public byte[] peerPrivateData() {
+        return peerPrivateData.clone();
+    }
+
+    /**
+     * Waits until the peer disconnects (or is gone), at most {@code timeout}.
+     *
+     * @return true if DISCONNECTED arrived
+     */
+    public boolean awaitDisconnect(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            var e = id.nextEvent(Duration.ofNanos(left));
+            if (e.isPresent() && e.get().type() == CmEventType.DISCONNECTED) {
+                connected = false;
+                return true;
+            }
+        }
+    }
+
+    /**
+     * Disconnects (if still connected) and closes the queue pair, completion queue, protection
+     * domain and ID (and the client's channel). Memory regions registered in the protection domain
+     * must be closed first.
+     */
+    @Override
+    public void close() {
+        if (connected) {
+            connected = false;
+            try {
+                id.disconnect();
+            } catch (RuntimeException ignored) {
+                // the peer went first: fine
+            }
+        }
+        List<AutoCloseable> all = new ArrayList<>(List.of(id, pd, cq, qp));
+        RuntimeException first = new IllegalStateException("closing " + this);
+        closeAll(all, first);
+        if (ownChannel != null) {
+            try {
+                ownChannel.close();
+            } catch (RuntimeException e) {
+                first.addSuppressed(e);
+            }
+        }
+        if (first.getSuppressed().length > 0) {
+            throw first;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Connection[" + id + ", " + qp + "]";
+    }
+}

@@ -1,0 +1,35 @@
+package io.github.panamaverbs.cm;
+
+/**
+ * A connection could not be made or was lost: the peer rejected it, did not answer in time, could
+ * not be resolved, or disconnected. {@link #event()} is the event that said so, null for a timeout.
+ */
+public final class ConnectionException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final transient CmEvent event;
+    private final boolean refused;
+
+    ConnectionException(String message, CmEvent event) {
+        this(message, event, event != null && event.type() == CmEventType.REJECTED);
+    }
+
+    ConnectionException(String message, CmEvent event, boolean refused) {
+        super(message);
+        this.event = event;
+        this.refused = refused;
+    }
+
+    /** The event that ended the attempt, or null when nothing came in time. */
+    public CmEvent event() {
+        return event;
+    }
+
+    /**
+     * Whether the peer refused: a REJECTED event (nobody listening, or the application said no), or
+     * on iWARP a connect that failed at once with ECONNREFUSED.
+     */
+    public boolean isRejected() {
+        return refused;
+    }
+}

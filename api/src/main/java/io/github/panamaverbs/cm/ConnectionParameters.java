@@ -1,0 +1,93 @@
+package io.github.panamaverbs.cm;
+
+import io.github.panamaverbs.bindings.rdma_conn_param;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * What {@link CmId#connect(ConnectionParameters)} and {@link CmId#accept(ConnectionParameters)}
+ * offer the peer: {@code struct rdma_conn_param}. The defaults are librdmacm's for a NULL
+ * parameter: the device's maximum read/atomic depths (255 asks for it), 7 retries, 7 RNR retries
+ * (7: retry forever), no private data.
+ */
+public final class ConnectionParameters {
+    /** librdmacm's "the device's maximum" for the depths. */
+    public static final int DEVICE_MAX = 0xFF;
+
+    byte[] privateData = new byte[0];
+    int responderResources = DEVICE_MAX;
+    int initiatorDepth = DEVICE_MAX;
+    int retryCount = 7;
+    int rnrRetryCount = 7;
+    boolean flowControl;
+
+    /** librdmacm's defaults. */
+    public ConnectionParameters() {
+    }
+
+    private static int range(String field, int value, int max) {
+        if (value < 0 || value > max) {
+            throw new IllegalArgumentException(field + " must be in [0, " + max + "], not " + value);
+        }
+        return value;
+    }
+
+    /** Bytes the peer receives with the request or reply; the limits depend on the transport (see {@link CmId}). */
+    public ConnectionParameters privateData(byte[] data) {
+        this.privateData = Objects.requireNonNull(data, "data").clone();
+        return this;
+    }
+
+    /** {@code responder_resources}: RDMA reads/atomics the peer may have outstanding on us ({@link #DEVICE_MAX}: the device's maximum). */
+    public ConnectionParameters responderResources(int n) {
+        this.responderResources = range("responderResources", n, 255);
+        return this;
+    }
+
+    /** {@code initiator_depth}: RDMA reads/atomics we may have outstanding on the peer ({@link #DEVICE_MAX}: the device's maximum). */
+    public ConnectionParameters initiatorDepth(int n) {
+        this.initiatorDepth = range("initiatorDepth", n, 255);
+        return this;
+    }
+
+    /** {@code retry_count}: transport retries, 0 to 7. */
+    public ConnectionParameters retryCount(int n) {
+        this.retryCount = range("retryCount", n, 7);
+        return this;
+    }
+
+    /** {@code rnr_retry_count}: receiver-not-ready retries, 0 to 7 (7: forever). */
+    public ConnectionParameters rnrRetryCount(int n) {
+        this.rnrRetryCount = range("rnrRetryCount", n, 7);
+        return this;
+    }
+
+    /** {@code flow_control}. */
+    public ConnectionParameters flowControl(boolean on) {
+        this.flowControl = on;
+        return this;
+    }
+
+    /** The private data (a copy). */
+    public byte[] privateData() {
+        return privateData.clone();
+    }
+
+    /** A {@code struct rdma_conn_param} in {@code arena}, its private data beside it. */
+    MemorySegment toC(Arena arena) {
+        MemorySegment p = arena.allocate(rdma_conn_param.layout());
+        if (privateData.length > 0) {
+            MemorySegment data = arena.allocate(privateData.length);
+            MemorySegment.copy(MemorySegment.ofArray(privateData), 0, data, 0, privateData.length);
+            rdma_conn_param.private_data(p, data);
+        }
+        rdma_conn_param.private_data_len(p, (byte) privateData.length);
+        rdma_conn_param.responder_resources(p, (byte) responderResources);
+        rdma_conn_param.initiator_depth(p, (byte) initiatorDepth);
+        rdma_conn_param.flow_control(p, (byte) (flowControl ? 1 : 0));
+        rdma_conn_param.retry_count(p, (byte) retryCount);
+        rdma_conn_param.rnr_retry_count(p, (byte) rnrRetryCount);
+        return p;
+    }
+}

@@ -1,0 +1,246 @@
+package io.github.panamaverbs.cm;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.github.panamaverbs.verbs.AccessFlag;
+import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.QpState;
+import io.github.panamaverbs.verbs.ReceiveRequest;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.TransportType;
+import io.github.panamaverbs.verbs.WcOpcode;
+import io.github.panamaverbs.verbs.WcStatus;
+import io.github.panamaverbs.verbs.WorkCompletions;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The connection manager on both soft providers: Soft-RoCE (rxe: the IB CM over RoCE v2) and
+ * SoftiWARP (siw: iWARP, which connects only this way). Each test runs client and server in this
+ * JVM over the device's own IPv4 address (both providers loop back). The harness's
+ * {@code --provider both} sets RDMA_RXE_IP and RDMA_SIW_IP; in CI a missing one fails.
+ */
+class CmIT {
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final AtomicInteger PORT = new AtomicInteger(20_000 + new Random().nextInt(20_000));
+
+    private static InetAddress ip(String provider) throws Exception {
+        String ip = System.getenv("RDMA_" + provider.toUpperCase() + "_IP");
+        if (ip == null || ip.isEmpty()) {
+            if (Boolean.getBoolean("rdma.required") || "true".equals(System.getenv("CI"))) {
+                fail("no " + provider + " device: RDMA_" + provider.toUpperCase() + "_IP is unset (run under scripts/with-rdma --provider both)");
+            }
+            Assumptions.abort("no " + provider + " device (RDMA_" + provider.toUpperCase() + "_IP unset)");
+        }
+        return InetAddress.getByName(ip);
+    }
+
+    private static int port() {
+        return PORT.incrementAndGet();
+    }
+
+    /** Polls {@code cq} until one completion arrives; returns its status. */
+    private static WorkCompletions one(CompletionQueue cq) {
+        WorkCompletions wc = new WorkCompletions(1);
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        while (cq.poll(wc) == 0) {
+            if (System.nanoTime() > deadline) {
+                fail("no completion within " + TIMEOUT);
+            }
+            Thread.onSpinWait();
+        }
+        return wc;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void connectSendWriteAndDisconnect(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), port());
+        byte[] hello = "hello from the client".getBytes(StandardCharsets.US_ASCII);
+        byte[] payload = new byte[4096];
+        new Random(7).nextBytes(payload);
+        try (Listener listener = Listener.bind(address, 4)) {
+            assertEquals(address.getPort(), listener.localAddress().getPort());
+            CompletableFuture<byte[]> server = CompletableFuture.supplyAsync(() -> {
+                MemoryRegion[] mr = new MemoryRegion[1];
+                Connection.Config config = new Connection.Config().beforeConnect(c -> {
+                    mr[0] = c.protectionDomain().allocateAndRegister(16384, AccessFlag.REMOTE_WRITE);
+                    c.queuePair().postReceive(new ReceiveRequest(1).id(1).sge(mr[0], 0, 4096));
+                });
+                try (Connection c = listener.accept(config, TIMEOUT)) {
+                    try {
+                        assertEquals(QpState.RTS, c.queuePair().state());
+                        byte[] got = c.peerPrivateData();
+                        assertTrue(got.length >= hello.length, "private data length " + got.length);
+                        assertArrayEquals(hello, Arrays.copyOf(got, hello.length));
+                        WorkCompletions r = one(c.completionQueue());
+                        assertEquals(WcStatus.SUCCESS, r.status(0));
+                        assertEquals(WcOpcode.RECV, r.opcode(0));
+                        assertEquals(4096, r.byteLength(0));
+                        byte[] received = mr[0].segment().asSlice(0, 4096).toArray(ValueLayout.JAVA_BYTE);
+                        // Tell the client where to write: address and rkey of the second half.
+                        MemorySegment advert = mr[0].segment().asSlice(4096, 16);
+                        advert.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, mr[0].address() + 4096 + 16);
+                        advert.set(ValueLayout.JAVA_INT_UNALIGNED, 8, mr[0].rkey());
+                        c.queuePair().postReceive(new ReceiveRequest(1).id(2).sge(mr[0], 0, 16));
+                        c.queuePair().postSend(new SendRequest(1).id(3).opcode(SendOpcode.SEND).signaled(true)
+                                .sge(mr[0], 4096, 16));
+                        assertEquals(WcStatus.SUCCESS, one(c.completionQueue()).status(0));
+                        // The client's RDMA write with immediate data lands, then its receive completes.
+                        WorkCompletions w = one(c.completionQueue());
+                        assertEquals(WcStatus.SUCCESS, w.status(0));
+                        assertEquals(2, w.wrId(0));
+                        assertArrayEquals(payload, mr[0].segment().asSlice(4096 + 16, 4096).toArray(ValueLayout.JAVA_BYTE));
+                        assertTrue(c.awaitDisconnect(TIMEOUT), "the client's disconnect must arrive");
+                        return received;
+                    } finally {
+                        mr[0].close();
+                    }
+                }
+            });
+            MemoryRegion[] mine = new MemoryRegion[1];
+            Connection.Config config = new Connection.Config()
+                    .parameters(new ConnectionParameters().privateData(hello).responderResources(1).initiatorDepth(1))
+                    .beforeConnect(c -> {
+                        mine[0] = c.protectionDomain().allocateAndRegister(8192);
+                        c.queuePair().postReceive(new ReceiveRequest(1).id(10).sge(mine[0], 4096, 16));
+                    });
+            try (Connection c = Connection.connect(address, config, TIMEOUT)) {
+                try {
+                    assertEquals(QpState.RTS, c.queuePair().state());
+                    assertEquals(provider.equals("siw") ? TransportType.IWARP : TransportType.IB,
+                            c.id().context().device().transport());
+                    assertEquals(address.getAddress(), c.id().remoteAddress().getAddress());
+                    mine[0].segment().asSlice(0, 4096).copyFrom(MemorySegment.ofArray(payload));
+                    c.queuePair().postSend(new SendRequest(1).id(11).opcode(SendOpcode.SEND).signaled(true).sge(mine[0], 0, 4096));
+                    assertEquals(WcStatus.SUCCESS, one(c.completionQueue()).status(0));
+                    WorkCompletions advert = one(c.completionQueue());
+                    assertEquals(WcStatus.SUCCESS, advert.status(0));
+                    assertEquals(10, advert.wrId(0));
+                    long remote = mine[0].segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 4096);
+                    int rkey = mine[0].segment().get(ValueLayout.JAVA_INT_UNALIGNED, 4096 + 8);
+                    c.queuePair().postSend(new SendRequest(1).id(12).opcode(SendOpcode.RDMA_WRITE).signaled(true)
+                            .sge(mine[0], 0, 4096).rdma(remote, rkey));
+                    assertEquals(WcStatus.SUCCESS, one(c.completionQueue()).status(0));
+                    c.queuePair().postSend(new SendRequest(1).id(13).opcode(SendOpcode.SEND).signaled(true).sge(mine[0], 0, 16));
+                    assertEquals(WcStatus.SUCCESS, one(c.completionQueue()).status(0));
+                    c.id().disconnect();
+                } finally {
+                    mine[0].close();
+                }
+            }
+            assertArrayEquals(payload, server.get(60, TimeUnit.SECONDS));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aPortNobodyListensOnIsRefused(String provider) throws Exception {
+        InetSocketAddress nobody = new InetSocketAddress(ip(provider), port());
+        long t0 = System.nanoTime();
+        ConnectionException e = assertThrows(ConnectionException.class,
+                () -> Connection.connect(nobody, new Connection.Config(), TIMEOUT));
+        System.out.println(provider + ": " + e.getMessage());
+        assertTrue(e.isRejected(), e.getMessage());
+        if (provider.equals("rxe")) {
+            assertEquals(CmEventType.REJECTED, e.event().type());
+            assertEquals(8, e.event().status(), "IB CM reject reason 8: invalid service ID (no listener)");
+        }
+        assertTrue(System.nanoTime() - t0 < TIMEOUT.toNanos(), "refused within the timeout");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void privateDataOverTheLimitIsRefusedInJava(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), port());
+        int limit = provider.equals("siw") ? 255 : 56;
+        try (EventChannel ch = EventChannel.create(); CmId id = ch.createId(PortSpace.TCP)) {
+            id.resolve(address, TIMEOUT);
+            try (var pd = id.context().allocateProtectionDomain(); var cq = id.context().createCompletionQueue(4)) {
+                var qp = id.createQueuePair(pd, new io.github.panamaverbs.verbs.QpInitAttributes(
+                        io.github.panamaverbs.verbs.QpType.RC, cq, cq));
+                try {
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                            () -> id.connect(new ConnectionParameters().privateData(new byte[limit + 1])));
+                    assertTrue(e.getMessage().contains("the limit is " + limit), e.getMessage());
+                    assertThrows(IllegalStateException.class, id::close, "an ID closes after its queue pair");
+                } finally {
+                    qp.close();
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void idsThatNeverConnectedCloseCleanly(String provider) throws Exception {
+        InetAddress ip = ip(provider);
+        try (EventChannel ch = EventChannel.create()) {
+            ch.createId(PortSpace.TCP).close();
+            CmId resolved = ch.createId(PortSpace.TCP);
+            resolved.resolveAddress(null, new InetSocketAddress(ip, port()), TIMEOUT);
+            assertNotEquals(null, resolved.context());
+            assertThrows(io.github.panamaverbs.verbs.VerbsException.class, resolved::disconnect, "never connected");
+            resolved.close();
+            assertThrows(IllegalStateException.class, resolved::close, "double close");
+            assertThrows(IllegalStateException.class, () -> resolved.resolveRoute(TIMEOUT), "use after close");
+            CmId open = ch.createId(PortSpace.TCP);
+            assertThrows(IllegalStateException.class, ch::close, "a channel closes after its IDs");
+            open.close();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void theServerGoingAwayIsSeenByTheClient(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), port());
+        try (Listener listener = Listener.bind(address, 4)) {
+            CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
+                try (Connection c = listener.accept(new Connection.Config(), TIMEOUT)) {
+                    assertEquals(QpState.RTS, c.queuePair().state());
+                } // closing disconnects mid-stream
+            });
+            MemoryRegion[] mr = new MemoryRegion[1];
+            Connection.Config config = new Connection.Config().beforeConnect(c -> {
+                mr[0] = c.protectionDomain().allocateAndRegister(4096);
+                c.queuePair().postReceive(new ReceiveRequest(1).id(99).sge(mr[0], 0, 64));
+            });
+            try (Connection c = Connection.connect(address, config, TIMEOUT)) {
+                try {
+                    server.get(60, TimeUnit.SECONDS);
+                    assertTrue(c.awaitDisconnect(TIMEOUT), "DISCONNECTED must arrive when the server closes");
+                    WorkCompletions flushed = one(c.completionQueue());
+                    assertEquals(99, flushed.wrId(0));
+                    assertEquals(WcStatus.WR_FLUSH_ERR, flushed.status(0), "the posted receive is flushed");
+                } finally {
+                    mr[0].close();
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void theReadmeExampleRuns(String provider) throws Exception {
+        assertEquals("SUCCESS: hello over rdma_cm", CmReadmeExampleTest.exchange(new InetSocketAddress(ip(provider), port())));
+    }
+}

@@ -1,0 +1,67 @@
+package io.github.panamaverbs.cm;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.ReadmeExampleTest;
+import io.github.panamaverbs.verbs.ReceiveRequest;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.WorkCompletions;
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+/** Keeps the README's rdma_cm example compiling and verbatim; CmIT runs it on rxe and siw. */
+public class CmReadmeExampleTest {
+    private static final String BEGIN = "// README-CM-EXAMPLE-BEGIN";
+    private static final String END = "// README-CM-EXAMPLE-END";
+
+    /** The README's rdma_cm example: a server and a client in one program, connected by IP and port. */
+    static String exchange(InetSocketAddress address) throws Exception {
+        // README-CM-EXAMPLE-BEGIN
+        Duration timeout = Duration.ofSeconds(10);
+        try (Listener listener = Listener.bind(address, 8)) {                  // the server
+            CompletableFuture<String> served = CompletableFuture.supplyAsync(() -> {
+                MemoryRegion[] buffer = new MemoryRegion[1];
+                Connection.Config config = new Connection.Config().beforeConnect(c -> {
+                    buffer[0] = c.protectionDomain().allocateAndRegister(4096);   // receive before the peer sends
+                    c.queuePair().postReceive(new ReceiveRequest(1).sge(buffer[0], 0, 4096));
+                });
+                try (Connection c = listener.accept(config, timeout); MemoryRegion mr = buffer[0]) {
+                    WorkCompletions wc = new WorkCompletions(1);
+                    while (c.completionQueue().poll(wc) == 0) {
+                        Thread.onSpinWait();
+                    }
+                    return wc.status(0) + ": " + mr.segment().getString(0);
+                }
+            });
+            try (Connection c = Connection.connect(address, new Connection.Config(), timeout);   // the client
+                 MemoryRegion mr = c.protectionDomain().allocateAndRegister(4096)) {
+                mr.segment().setString(0, "hello over rdma_cm");
+                c.queuePair().postSend(new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mr, 0, 64));
+                WorkCompletions wc = new WorkCompletions(1);
+                while (c.completionQueue().poll(wc) == 0) {
+                    Thread.onSpinWait();
+                }
+            }
+            return served.get();
+        }
+        // README-CM-EXAMPLE-END
+    }
+
+    @Test
+    void readmeContainsTheExampleVerbatim() throws Exception {
+        Path root = ReadmeExampleTest.projectRoot();
+        Path source = root.resolve("api/src/test/java/" + CmReadmeExampleTest.class.getName().replace('.', '/') + ".java");
+        String example = ReadmeExampleTest.exampleCode(Files.readAllLines(source), BEGIN, END);
+        assertFalse(example.isBlank());
+        String readme = Files.readString(root.resolve("README.md")).replace("\r\n", "\n");
+        assertTrue(readme.contains("```java\n" + example + "```\n"),
+                "README.md must contain this code block verbatim:\n```java\n" + example + "```");
+    }
+}

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.cm;
 
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.verbs.AddressVector;
 
 /**
  * One connection-manager event ({@code struct rdma_cm_event}), copied out and acknowledged
@@ -19,9 +20,13 @@ import io.github.panamaverbs.internal.Errno;
  * @param initiatorDepth     the peer's initiator depth, from our point of view
  * @param remoteQpNumber     the peer's queue pair number (connect requests and replies; datagram events)
  * @param qkey               the peer's Q_Key (datagram events); 0 otherwise
+ * @param addressVector      where to send datagrams: for a {@link PortSpace#UDP} ESTABLISHED event the
+ *                           peer, for MULTICAST_JOIN the group (create an
+ *                           {@link io.github.panamaverbs.verbs.AddressHandle} from it); null otherwise
  */
 public record CmEvent(CmEventType type, int status, CmId id, CmId listener, byte[] privateData,
-                      int responderResources, int initiatorDepth, int remoteQpNumber, int qkey) {
+                      int responderResources, int initiatorDepth, int remoteQpNumber, int qkey,
+                      AddressVector addressVector) {
 
     /** The status in words: the errno's name, or the reject reason. */
     public String statusText() {

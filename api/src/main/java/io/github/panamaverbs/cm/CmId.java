@@ -24,7 +24,10 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Optional;
 
 /**
@@ -62,7 +65,12 @@ public final class CmId implements AutoCloseable {
     private static final MethodHandle REJECT = Native.withErrno(Verbs.rdma_reject$address(), Verbs.rdma_reject$descriptor());
     private static final MethodHandle DISCONNECT = Native.withErrno(Verbs.rdma_disconnect$address(), Verbs.rdma_disconnect$descriptor());
     private static final MethodHandle CREATE_QP = Native.withErrno(Verbs.rdma_create_qp$address(), Verbs.rdma_create_qp$descriptor());
-    private static final MethodHandle DESTROY_QP = Native.plain(Verbs.rdma_destroy_qp$address(), Verbs.rdma_destroy_qp$descriptor());
+    private static final MethodHandle DESTROY_QP = Native.withErrno(Verbs.ibv_destroy_qp$address(), Verbs.ibv_destroy_qp$descriptor());
+    private static final MethodHandle JOIN = Native.withErrno(Verbs.rdma_join_multicast$address(), Verbs.rdma_join_multicast$descriptor());
+    private static final MethodHandle LEAVE = Native.withErrno(Verbs.rdma_leave_multicast$address(), Verbs.rdma_leave_multicast$descriptor());
+
+    /** {@code RDMA_UDP_QKEY}: the Q_Key of {@link PortSpace#UDP} queue pairs and multicast groups. */
+    public static final int UDP_QKEY = Verbs.RDMA_UDP_QKEY();
     private static final long SOCKADDR = 128;
     private static final long SRC_ADDR = rdma_cm_id.route$offset();
     private static final long DST_ADDR = rdma_cm_id.route$offset() + SOCKADDR;
@@ -74,6 +82,8 @@ public final class CmId implements AutoCloseable {
     private final Resource handle;
     private final long address;
     private volatile QueuePair qp;
+    /** The multicast groups joined and not left. */
+    private final Set<InetAddress> groups = ConcurrentHashMap.newKeySet();
 
     private CmId(EventChannel channel, MemorySegment id, PortSpace space) {
         this.channel = channel;
@@ -187,6 +197,11 @@ public final class CmId implements AutoCloseable {
         return VerbsBridge.get().borrowedContext(verbs);
     }
 
+    /** {@code port_num}: the port of {@link #context()} this ID is bound to. */
+    public int port() {
+        return Byte.toUnsignedInt(rdma_cm_id.port_num(id()));
+    }
+
     /**
      * {@code rdma_create_qp}: the queue pair of this connection, in {@code pd} (of {@link #context()})
      * with the completion queues and sizes of {@code init}. librdmacm moves it to INIT (RTS for
@@ -213,15 +228,28 @@ public final class CmId implements AutoCloseable {
         QueuePair created = VerbsBridge.get().queuePair(pd, init, attr -> {
             Native.check("rdma_create_qp", Native.MEMLOCK, c -> (int) CREATE_QP.invokeExact(c.errno(), id, pdHandle, attr));
             return rdma_cm_id.qp(id);
-        }, ignored -> {
-            Native.call(c -> {
-                DESTROY_QP.invokeExact(id); // also clears id->qp, so that librdmacm never touches it again
-                return null;
-            });
-            qp = null;
-        }, handle, space == PortSpace.UDP ? QpState.RTS : QpState.INIT);
+        }, this::destroyQueuePair, handle, space == PortSpace.UDP ? QpState.RTS : QpState.INIT);
         qp = created;
         return created;
+    }
+
+    /**
+     * What {@code rdma_destroy_qp} does, with its result checked (librdmacm ignores it): leaves the
+     * multicast groups it joined (a queue pair attached to one cannot be destroyed), destroys the
+     * queue pair and clears {@code id->qp} so that librdmacm never touches it again.
+     */
+    private void destroyQueuePair(MemorySegment qpAddress) {
+        for (InetAddress group : List.copyOf(groups)) {
+            try {
+                leaveMulticast(group);
+            } catch (RuntimeException ignored) {
+                // left already, or the ID is gone; the destroy below says whether it matters
+            }
+        }
+        Native.check("ibv_destroy_qp", e -> e == Errno.EBUSY ? "it is still attached to a multicast group" : null,
+                c -> (int) DESTROY_QP.invokeExact(c.errno(), qpAddress));
+        rdma_cm_id.qp(id().reinterpret(rdma_cm_id.sizeof()), MemorySegment.NULL);
+        qp = null;
     }
 
     /** The queue pair made by {@link #createQueuePair}. */
@@ -235,7 +263,9 @@ public final class CmId implements AutoCloseable {
 
     /**
      * {@code rdma_connect}: asks the resolved peer for a connection; the answer is an event
-     * ({@link #awaitEvent}: ESTABLISHED, or REJECTED / UNREACHABLE / CONNECT_ERROR).
+     * ({@link #awaitEvent}: ESTABLISHED, or REJECTED / UNREACHABLE / CONNECT_ERROR). For
+     * {@link PortSpace#UDP} it asks for the peer's queue pair number and Q_Key: the ESTABLISHED event
+     * carries them with the address vector to create an address handle from.
      */
     public void connect(ConnectionParameters parameters) {
         Objects.requireNonNull(parameters, "parameters");
@@ -254,7 +284,8 @@ public final class CmId implements AutoCloseable {
 
     /**
      * {@code rdma_accept}: accepts the incoming connection of this ID (from a CONNECT_REQUEST);
-     * ESTABLISHED follows.
+     * ESTABLISHED follows ({@link PortSpace#TCP}). For {@link PortSpace#UDP} it answers the peer's
+     * resolution with this ID's queue pair number and Q_Key, and nothing follows.
      */
     public void accept(ConnectionParameters parameters) {
         Objects.requireNonNull(parameters, "parameters");
@@ -292,6 +323,39 @@ public final class CmId implements AutoCloseable {
         if (q != null) {
             VerbsBridge.get().stateChanged(q, QpState.ERR);
         }
+    }
+
+    /**
+     * {@code rdma_join_multicast}: joins the multicast group {@code group} (an ID of
+     * {@link PortSpace#UDP} bound to a device, e.g. by {@link #resolveAddress} from a local address to
+     * the group, with its queue pair created), and waits for the outcome. librdmacm attaches the queue
+     * pair to the group; datagrams sent to the event's {@link CmEvent#addressVector()} with queue pair
+     * number {@link CmEvent#remoteQpNumber()} (0xFFFFFF) and Q_Key {@link CmEvent#qkey()} reach every
+     * member.
+     *
+     * @return the MULTICAST_JOIN event
+     * @throws ConnectionException with the MULTICAST_ERROR event, or on timeout
+     */
+    public CmEvent joinMulticast(InetAddress group, Duration timeout) {
+        Objects.requireNonNull(group, "group");
+        if (space != PortSpace.UDP) {
+            throw new IllegalStateException("multicast needs a " + PortSpace.UDP + " ID, not " + space);
+        }
+        Objects.requireNonNull(timeout, "timeout");
+        MemorySegment id = id();
+        Native.check("rdma_join_multicast", e -> e == Errno.ENODEV ? "the ID is not bound to a device's address" : null,
+                c -> (int) JOIN.invokeExact(c.errno(), id, sockaddr(c.arena(), new InetSocketAddress(group, 0)), MemorySegment.NULL));
+        groups.add(group);
+        return awaitEvent(CmEventType.MULTICAST_JOIN, timeout);
+    }
+
+    /** {@code rdma_leave_multicast}: leaves {@code group}; librdmacm detaches the queue pair. */
+    public void leaveMulticast(InetAddress group) {
+        Objects.requireNonNull(group, "group");
+        MemorySegment id = id();
+        Native.check("rdma_leave_multicast", e -> e == Errno.EADDRNOTAVAIL ? "not a member of " + group : null,
+                c -> (int) LEAVE.invokeExact(c.errno(), id, sockaddr(c.arena(), new InetSocketAddress(group, 0))));
+        groups.remove(group);
     }
 
     /**

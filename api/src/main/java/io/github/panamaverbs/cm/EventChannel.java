@@ -202,15 +202,19 @@ public final class EventChannel implements AutoCloseable {
         MemorySegment param = event.asSlice(CONN, datagram ? rdma_ud_param.sizeof() : rdma_conn_param.sizeof());
         MemorySegment data = datagram ? rdma_ud_param.private_data(param) : rdma_conn_param.private_data(param);
         int length = Byte.toUnsignedInt(datagram ? rdma_ud_param.private_data_len(param) : rdma_conn_param.private_data_len(param));
-        byte[] privateData = new byte[data.address() == 0 ? 0 : length];
-        if (privateData.length > 0) {
+        byte[] privateData = new byte[data.address() == 0 || type == CmEventType.MULTICAST_JOIN
+                || type == CmEventType.MULTICAST_ERROR ? 0 : length];
+        if (privateData.length > 0) { // (multicast events carry the join's context pointer there, not data)
             MemorySegment.copy(data.reinterpret(length), ValueLayout.JAVA_BYTE, 0, privateData, 0, length);
         }
+        boolean hasAddress = datagram && (type == CmEventType.ESTABLISHED || type == CmEventType.MULTICAST_JOIN) && status == 0;
         CmEvent e = datagram
-                ? new CmEvent(type, status, id, listener, privateData, 0, 0, rdma_ud_param.qp_num(param), rdma_ud_param.qkey(param))
+                ? new CmEvent(type, status, id, listener, privateData, 0, 0, rdma_ud_param.qp_num(param),
+                        rdma_ud_param.qkey(param), hasAddress
+                        ? VerbsBridge.get().addressVector(rdma_ud_param.ah_attr(param)) : null)
                 : new CmEvent(type, status, id, listener, privateData,
                         Byte.toUnsignedInt(rdma_conn_param.responder_resources(param)),
-                        Byte.toUnsignedInt(rdma_conn_param.initiator_depth(param)), rdma_conn_param.qp_num(param), 0);
+                        Byte.toUnsignedInt(rdma_conn_param.initiator_depth(param)), rdma_conn_param.qp_num(param), 0, null);
         if (id != null && id.queuePairOrNull() != null) {
             if (type == CmEventType.ESTABLISHED) {
                 VerbsBridge.get().stateChanged(id.queuePairOrNull(), QpState.RTS);

@@ -1,5 +1,6 @@
 package io.github.panamaverbs.internal;
 
+import io.github.panamaverbs.verbs.AddressVector;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpInitAttributes;
@@ -39,6 +40,9 @@ public interface VerbsBridge {
      */
     QueuePair queuePair(ProtectionDomain pd, QpInitAttributes init, UnaryOperator<MemorySegment> create,
                         Consumer<MemorySegment> destroy, Resource owner, QpState initialState);
+
+    /** The {@link AddressVector} of a {@code struct ibv_ah_attr} (from a datagram or multicast event). */
+    AddressVector addressVector(MemorySegment ahAttr);
 
     /** Records a state that librdmacm moved the queue pair to. */
     void stateChanged(QueuePair qp, QpState state);

@@ -29,6 +29,11 @@ final class Bridge implements VerbsBridge {
     }
 
     @Override
+    public AddressVector addressVector(MemorySegment ahAttr) {
+        return AddressVector.readFrom(ahAttr);
+    }
+
+    @Override
     public void stateChanged(QueuePair qp, QpState state) {
         qp.stateChanged(state);
     }

@@ -25,6 +25,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -242,5 +243,130 @@ class CmIT {
     @ValueSource(strings = {"rxe", "siw"})
     void theReadmeExampleRuns(String provider) throws Exception {
         assertEquals("SUCCESS: hello over rdma_cm", CmReadmeExampleTest.exchange(new InetSocketAddress(ip(provider), port())));
+    }
+
+    private static final int GRH = 40;
+
+    /** Datagrams need no connection: the client resolves the server's QP number and Q_Key (SIDR). RoCE only: iWARP has no UD. */
+    @org.junit.jupiter.api.Test
+    void datagramsOverTheConnectionManager() throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip("rxe"), port());
+        byte[] payload = new byte[256];
+        new Random(3).nextBytes(payload);
+        try (EventChannel serverChannel = EventChannel.create(); CmId listener = serverChannel.createId(PortSpace.UDP)) {
+            listener.bind(address);
+            listener.listen(4);
+            CompletableFuture<byte[]> server = CompletableFuture.supplyAsync(() -> {
+                CmEvent request = listener.awaitEvent(CmEventType.CONNECT_REQUEST, TIMEOUT);
+                try (CmId id = request.id();
+                     var pd = id.context().allocateProtectionDomain();
+                     var cq = id.context().createCompletionQueue(8);
+                     MemoryRegion mr = pd.allocateAndRegister(4096)) {
+                    var qp = id.createQueuePair(pd, new io.github.panamaverbs.verbs.QpInitAttributes(
+                            io.github.panamaverbs.verbs.QpType.UD, cq, cq));
+                    try {
+                        assertEquals(QpState.RTS, qp.state(), "librdmacm brings a UD queue pair to RTS");
+                        qp.postReceive(new ReceiveRequest(1).id(5).sge(mr, 0, GRH + payload.length));
+                        id.accept(new ConnectionParameters());
+                        WorkCompletions r = one(cq);
+                        assertEquals(WcStatus.SUCCESS, r.status(0));
+                        assertEquals(GRH + payload.length, r.byteLength(0));
+                        return mr.segment().asSlice(GRH, payload.length).toArray(ValueLayout.JAVA_BYTE);
+                    } finally {
+                        qp.close();
+                    }
+                }
+            });
+            try (EventChannel ch = EventChannel.create(); CmId id = ch.createId(PortSpace.UDP)) {
+                id.resolve(address, TIMEOUT);
+                try (var pd = id.context().allocateProtectionDomain();
+                     var cq = id.context().createCompletionQueue(8);
+                     MemoryRegion mr = pd.allocateAndRegister(4096)) {
+                    var qp = id.createQueuePair(pd, new io.github.panamaverbs.verbs.QpInitAttributes(
+                            io.github.panamaverbs.verbs.QpType.UD, cq, cq));
+                    try {
+                        id.connect(new ConnectionParameters());
+                        CmEvent resolved = id.awaitEvent(CmEventType.ESTABLISHED, TIMEOUT);
+                        assertEquals(CmId.UDP_QKEY, resolved.qkey());
+                        assertTrue(resolved.addressVector() != null && resolved.addressVector().grh() != null, "a RoCE path has a GRH");
+                        try (var ah = pd.createAddressHandle(resolved.addressVector())) {
+                            mr.segment().asSlice(0, payload.length).copyFrom(MemorySegment.ofArray(payload));
+                            qp.postSend(new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mr, 0, payload.length)
+                                    .datagram(ah, resolved.remoteQpNumber(), resolved.qkey()));
+                            assertEquals(WcStatus.SUCCESS, one(cq).status(0));
+                            assertArrayEquals(payload, server.get(60, TimeUnit.SECONDS));
+                        }
+                    } finally {
+                        qp.close();
+                    }
+                }
+            }
+        }
+    }
+
+    /** A datagram sent to a multicast group reaches every member, and none after it left. RoCE only. */
+    @org.junit.jupiter.api.Test
+    void multicastReachesEveryMemberUntilItLeaves() throws Exception {
+        InetAddress local = ip("rxe");
+        InetAddress group = InetAddress.getByName("239.1.2." + (1 + new Random().nextInt(200)));
+        int members = 2;
+        List<AutoCloseable> open = new java.util.ArrayList<>();
+        try {
+            EventChannel ch = keep(open, EventChannel.create());
+            CmId[] ids = new CmId[members];
+            io.github.panamaverbs.verbs.QueuePair[] qps = new io.github.panamaverbs.verbs.QueuePair[members];
+            CompletionQueue[] cqs = new CompletionQueue[members];
+            MemoryRegion[] mrs = new MemoryRegion[members];
+            CmEvent joined = null;
+            for (int i = 0; i < members; i++) {
+                ids[i] = keep(open, ch.createId(PortSpace.UDP));
+                ids[i].resolveAddress(new InetSocketAddress(local, 0), new InetSocketAddress(group, 0), TIMEOUT);
+                var pd = keep(open, ids[i].context().allocateProtectionDomain());
+                cqs[i] = keep(open, ids[i].context().createCompletionQueue(16));
+                mrs[i] = keep(open, pd.allocateAndRegister(4096));
+                qps[i] = keep(open, ids[i].createQueuePair(pd, new io.github.panamaverbs.verbs.QpInitAttributes(
+                        io.github.panamaverbs.verbs.QpType.UD, cqs[i], cqs[i])));
+                for (int k = 0; k < 4; k++) {
+                    qps[i].postReceive(new ReceiveRequest(1).id(k).sge(mrs[i], 1024L * k, 1024));
+                }
+                joined = ids[i].joinMulticast(group, TIMEOUT);
+                assertEquals(0xFFFFFF, joined.remoteQpNumber());
+                assertTrue(joined.addressVector() != null);
+            }
+            var ah = keep(open, qps[0].protectionDomain().createAddressHandle(joined.addressVector()));
+            byte[] payload = "to the whole group".getBytes(StandardCharsets.US_ASCII);
+            mrs[0].segment().asSlice(3000, payload.length).copyFrom(MemorySegment.ofArray(payload));
+            SendRequest send = new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mrs[0], 3000, payload.length)
+                    .datagram(ah, joined.remoteQpNumber(), joined.qkey());
+            qps[0].postSend(send);
+            // Member 1 gets it (member 0 may or may not see its own datagram: loopback).
+            WorkCompletions got = null;
+            long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            WorkCompletions wc = new WorkCompletions(4);
+            while (got == null && System.nanoTime() < deadline) {
+                if (cqs[1].poll(wc) > 0) {
+                    got = wc;
+                }
+            }
+            assertTrue(got != null, "member 1 received nothing");
+            assertEquals(WcStatus.SUCCESS, got.status(0));
+            long at = 1024L * got.wrId(0) + GRH;
+            assertArrayEquals(payload, mrs[1].segment().asSlice(at, payload.length).toArray(ValueLayout.JAVA_BYTE));
+
+            ids[1].leaveMulticast(group);
+            Thread.sleep(300);
+            qps[0].postSend(send);
+            Thread.sleep(1000);
+            assertEquals(0, cqs[1].poll(wc), "a member that left must not receive");
+        } finally {
+            for (int i = open.size() - 1; i >= 0; i--) {
+                open.get(i).close();
+            }
+        }
+    }
+
+    private static <T extends AutoCloseable> T keep(List<AutoCloseable> open, T r) {
+        open.add(r);
+        return r;
     }
 }

@@ -31,7 +31,8 @@ import java.util.function.Consumer;
  * <p>Receives that must be in place before the peer can send (iWARP has no receiver-not-ready
  * retry: a send that finds no receive breaks the connection) are posted in
  * {@link Config#beforeConnect(Consumer)}, which runs when the queue pair exists and before the
- * connection is requested or accepted.
+ * connection is requested or accepted; memory registered there is best handed to the connection
+ * with {@link #own}, so that it is closed with it (first), also when connecting fails.
  */
 public final class Connection implements AutoCloseable {
 
@@ -99,6 +100,8 @@ public final class Connection implements AutoCloseable {
     private final ProtectionDomain pd;
     private final CompletionQueue cq;
     private final QueuePair qp;
+    /** What the caller handed over with {@link #own}: closed first. */
+    private final List<AutoCloseable> owned = new ArrayList<>();
     private byte[] peerPrivateData = new byte[0];
     private volatile boolean connected;
 
@@ -144,6 +147,14 @@ public final class Connection implements AutoCloseable {
      *                             cannot be reached or resolved, or nothing happens in time; nothing is left open
      */
     public static Connection connect(InetSocketAddress server, Config config, Duration timeout) {
+        return connect(null, server, config, timeout);
+    }
+
+    /**
+     * {@link #connect(InetSocketAddress, Config, Duration)} from the local address {@code source}
+     * (which selects the device; null for any).
+     */
+    public static Connection connect(InetSocketAddress source, InetSocketAddress server, Config config, Duration timeout) {
         Objects.requireNonNull(server, "server");
         Objects.requireNonNull(config, "config");
         EventChannel channel = EventChannel.create();
@@ -151,7 +162,8 @@ public final class Connection implements AutoCloseable {
         Connection c = null;
         try {
             id = channel.createId(PortSpace.TCP);
-            id.resolve(server, timeout);
+            id.resolveAddress(source, server, timeout);
+            id.resolveRoute(timeout);
             c = new Connection(channel, id, config);
             config.beforeConnect.accept(c);
             id.connect(config.parameters);
@@ -208,6 +220,18 @@ public final class Connection implements AutoCloseable {
         } catch (RuntimeException suppressed) {
             cause.addSuppressed(suppressed);
         }
+    }
+
+    /**
+     * Hands {@code resource} (typically a memory region registered in {@link #protectionDomain()}
+     * from the {@link Config#beforeConnect} hook) to this connection: it is closed with the
+     * connection, before the queue pair and the protection domain, also when connecting fails.
+     *
+     * @return {@code resource}
+     */
+    public synchronized <T extends AutoCloseable> T own(T resource) {
+        owned.add(Objects.requireNonNull(resource, "resource"));
+        return resource;
     }
 
     /** The connected RC queue pair. */
@@ -271,6 +295,10 @@ public final class Connection implements AutoCloseable {
             }
         }
         List<AutoCloseable> all = new ArrayList<>(List.of(id, pd, cq, qp));
+        synchronized (this) {
+            all.addAll(owned);
+            owned.clear();
+        }
         RuntimeException first = new IllegalStateException("closing " + this);
         closeAll(all, first);
         if (ownChannel != null) {

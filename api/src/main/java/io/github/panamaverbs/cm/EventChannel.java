@@ -7,6 +7,7 @@ import io.github.panamaverbs.bindings.rdma_event_channel;
 import io.github.panamaverbs.bindings.rdma_ud_param;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.NativeLibraries;
 import io.github.panamaverbs.internal.VerbsBridge;
 import io.github.panamaverbs.verbs.QpState;
 import io.github.panamaverbs.verbs.Resource;
@@ -31,15 +32,20 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Closing rule: the channel closes after every ID created on it.
  */
 public final class EventChannel implements AutoCloseable {
-    private static final MethodHandle CREATE = Native.withErrno(
-            Verbs.rdma_create_event_channel$address(), Verbs.rdma_create_event_channel$descriptor());
-    private static final MethodHandle DESTROY = Native.plain(
-            Verbs.rdma_destroy_event_channel$address(), Verbs.rdma_destroy_event_channel$descriptor());
-    private static final MethodHandle GET_EVENT = Native.withErrno(
-            Verbs.rdma_get_cm_event$address(), Verbs.rdma_get_cm_event$descriptor());
-    private static final MethodHandle ACK_EVENT = Native.withErrno(
-            Verbs.rdma_ack_cm_event$address(), Verbs.rdma_ack_cm_event$descriptor());
+    /** Made on first use, after {@link NativeLibraries#require()}: this class loads without rdma-core. */
+    private static final class Handles {
+        static final MethodHandle CREATE = Native.withErrno(
+                Verbs.rdma_create_event_channel$address(), Verbs.rdma_create_event_channel$descriptor());
+        static final MethodHandle DESTROY = Native.plain(
+                Verbs.rdma_destroy_event_channel$address(), Verbs.rdma_destroy_event_channel$descriptor());
+        static final MethodHandle GET_EVENT = Native.withErrno(
+                Verbs.rdma_get_cm_event$address(), Verbs.rdma_get_cm_event$descriptor());
+        static final MethodHandle ACK_EVENT = Native.withErrno(
+                Verbs.rdma_ack_cm_event$address(), Verbs.rdma_ack_cm_event$descriptor());
+    }
     private static final long CONN = rdma_cm_event.param$offset();
+    /** How often a waiting thread looks for its event among those another thread read. */
+    private static final long QUEUE_CHECK_NANOS = 20_000_000L;
 
     final Resource handle;
     private final int fd;
@@ -51,7 +57,7 @@ public final class EventChannel implements AutoCloseable {
     private EventChannel(MemorySegment channel) {
         this.handle = VerbsBridge.get().handle(channel, rdma_event_channel.sizeof(), this,
                 address -> Native.call(c -> {
-                    DESTROY.invokeExact(address);
+                    Handles.DESTROY.invokeExact(address);
                     return null;
                 }));
         this.fd = rdma_event_channel.fd(VerbsBridge.get().pointer(handle));
@@ -64,9 +70,10 @@ public final class EventChannel implements AutoCloseable {
      * @throws io.github.panamaverbs.verbs.VerbsException ENODEV when the host has no RDMA device
      */
     public static EventChannel create() {
+        NativeLibraries.require();
         return new EventChannel(Native.create("rdma_create_event_channel", e -> e == Errno.ENODEV
                 ? "no RDMA device: load rdma_rxe or siw, or run under scripts/with-rdma" : null,
-                c -> (MemorySegment) CREATE.invokeExact(c.errno())));
+                c -> (MemorySegment) Handles.CREATE.invokeExact(c.errno())));
     }
 
     /**
@@ -132,10 +139,14 @@ public final class EventChannel implements AutoCloseable {
             if (e != null) {
                 return Optional.of(e);
             }
-            if (!Native.awaitReadable(fd, deadline, toString(), () -> !handle.isClosed()) && System.nanoTime() - deadline >= 0) {
-                return Optional.ofNullable(take(id));
+            long now = System.nanoTime();
+            if (now - deadline >= 0) {
+                return Optional.empty();
             }
-            readAvailable();
+            // Short slices: another thread may read this ID's event into the queue meanwhile.
+            if (Native.awaitReadable(fd, now + Math.min(deadline - now, QUEUE_CHECK_NANOS), toString(), () -> !handle.isClosed())) {
+                readAvailable();
+            }
         }
     }
 
@@ -160,7 +171,7 @@ public final class EventChannel implements AutoCloseable {
             while (true) {
                 CmEvent e = Native.call(c -> {
                     MemorySegment out = c.allocate(ValueLayout.ADDRESS);
-                    int rc = (int) GET_EVENT.invokeExact(c.errno(), ch, out);
+                    int rc = (int) Handles.GET_EVENT.invokeExact(c.errno(), ch, out);
                     if (rc != 0) {
                         int errno = c.lastErrno();
                         if (errno == Errno.EAGAIN) {
@@ -172,7 +183,7 @@ public final class EventChannel implements AutoCloseable {
                     try {
                         return decode(event);
                     } finally {
-                        Native.checkStatus("rdma_ack_cm_event", Native.NO_HINT, (int) ACK_EVENT.invokeExact(c.errno(), event), c);
+                        Native.checkStatus("rdma_ack_cm_event", Native.NO_HINT, (int) Handles.ACK_EVENT.invokeExact(c.errno(), event), c);
                     }
                 });
                 if (e == null) {

@@ -32,6 +32,10 @@ public final class Main {
         TOOLS.put("send-lat", perftest(Latency::new, Latency.Verb.SEND, "send latency (perftest's ib_send_lat)"));
         TOOLS.put("write-bw", perftest(Bandwidth::new, Bandwidth.Verb.WRITE, "RDMA write bandwidth (perftest's ib_write_bw)"));
         TOOLS.put("send-bw", perftest(Bandwidth::new, Bandwidth.Verb.SEND, "send bandwidth, RC, UC or UD (perftest's ib_send_bw)"));
+        TOOLS.put("rping", new Entry(Rping::main, "RDMA CM ping: read, write and validate a buffer (rdmacm-utils' rping)"));
+        TOOLS.put("rdma-server", new Entry(RdmaExamples::server, "RDMA CM example server: 16 bytes each way (rdmacm-utils' rdma_server)"));
+        TOOLS.put("rdma-client", new Entry(RdmaExamples::client, "RDMA CM example client: 16 bytes each way (rdmacm-utils' rdma_client)"));
+        TOOLS.put("mckey", new Entry(Mckey::main, "multicast join, send and receive (rdmacm-utils' mckey)"));
         TOOLS.put("asyncwatch", new Entry(AsyncWatch::main, "print the device's async events (ibv_asyncwatch)"));
     }
 

@@ -21,8 +21,18 @@ import java.util.Set;
  *
  * <p>Each resource owns a shared {@link Arena}; the pointer to its C struct is a segment of that
  * arena, so after {@link #close()} FFM itself refuses every access to it, from any thread, and a
- * freed pointer never reaches C. Closing fails (and nothing is freed) while another thread is in a
- * call that uses the resource.
+ * freed pointer never reaches C.
+ *
+ * <p><b>Threads.</b> Posting, polling and queries may be called from several threads (the provider
+ * locks its queues); a {@link SendRequest}, {@link ReceiveRequest} or {@link WorkCompletions} is
+ * used by one thread at a time. {@link #close()} may be called while other threads post or poll:
+ * it waits for the gap between their calls (at most 2 s), after which their next call throws
+ * {@link IllegalStateException} ("... is closed") instead of reaching freed memory. To stop a
+ * resource that other threads use, close it and let them end on that exception.
+ *
+ * <p><b>Forgotten resources.</b> There is no finalization: a resource that is never closed stays
+ * allocated (and its memory pinned) until the process exits, and the resources it was created from
+ * refuse to close while it is open, naming it. Close every resource, in try-with-resources.
  */
 public abstract sealed class Resource implements AutoCloseable permits AddressHandle, CompletionChannel,
         CompletionQueue, Context, Handle, MemoryRegion, ProtectionDomain, QueuePair, SharedReceiveQueue {
@@ -130,13 +140,10 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
             }
             address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
             // Closing the arena first makes every later use fail in Java; it throws (and nothing
-            // is freed) if another thread is in a call that uses this resource right now.
-            try {
-                arena.close();
-            } catch (IllegalStateException e) {
-                throw new IllegalStateException("cannot close " + this + ": another thread is in a call "
-                        + "that uses it (posting or polling); stop that thread first", e);
-            }
+            // is freed) while another thread is in a call that uses this resource. Calls on the data
+            // path are short: retry in their gaps for a while, so that a resource a busy thread polls
+            // can be closed (that thread then gets IllegalStateException).
+            closeArena();
             closed = true;
             try {
                 destroy(address);
@@ -151,6 +158,30 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         }
         for (Resource r : uses) {
             r.removeUser(this);
+        }
+    }
+
+    /** How long {@link #close()} retries while other threads are in calls that use the resource. */
+    private static final long CLOSE_RETRY_NANOS = 2_000_000_000L;
+
+    private void closeArena() {
+        long deadline = System.nanoTime() + CLOSE_RETRY_NANOS;
+        for (int attempt = 0; ; attempt++) {
+            try {
+                arena.close();
+                return;
+            } catch (IllegalStateException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException("cannot close " + this + ": another thread has been in calls "
+                            + "that use it for " + CLOSE_RETRY_NANOS / 1_000_000_000 + " s (a blocked post or poll?); "
+                            + "stop that thread first", e);
+                }
+                if (attempt < 100) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+            }
         }
     }
 

@@ -188,4 +188,43 @@ class SafetyIT {
             assertMessage(assertThrows(IllegalArgumentException.class, () -> ConnectOptions.port(1).timeout(32)), "timeout");
         }
     }
+
+    @Test
+    void closeWhileAnotherThreadBusyPollsEndsThatThreadWithAClearException(TestDevice dev) throws Exception {
+        try (Context ctx = dev.open()) {
+            CompletionQueue cq = ctx.createCompletionQueue(16);
+            java.util.concurrent.CompletableFuture<Throwable> poller = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                WorkCompletions wc = new WorkCompletions(4);
+                try {
+                    while (true) {
+                        cq.poll(wc);
+                    }
+                } catch (Throwable t) {
+                    return t;
+                }
+            });
+            Thread.sleep(200); // the poller is in its loop
+            cq.close();
+            Throwable ended = poller.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(ended instanceof IllegalStateException, "poller ended with " + ended);
+            assertMessage(ended, "is closed");
+            assertTrue(cq.isClosed());
+        }
+    }
+
+    @Test
+    void aForgottenQueuePairKeepsItsParentsOpenAndIsNamed(TestDevice dev) throws Exception {
+        Context ctx = dev.open();
+        ProtectionDomain pd = ctx.allocateProtectionDomain();
+        CompletionQueue cq = ctx.createCompletionQueue(4);
+        forget(pd, cq);
+        System.gc();
+        // No finalization: the dropped queue pair stays allocated and the domain refuses to close, naming it.
+        assertMessage(assertThrows(IllegalStateException.class, pd::close), "QueuePair[RC");
+        assertTrue(!pd.isClosed());
+    }
+
+    private static void forget(ProtectionDomain pd, CompletionQueue cq) {
+        pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
+    }
 }

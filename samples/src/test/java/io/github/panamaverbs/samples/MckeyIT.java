@@ -2,7 +2,6 @@ package io.github.panamaverbs.samples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -10,7 +9,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,14 +20,7 @@ class MckeyIT {
     private static final int COUNT = 10;
 
     private static String localIp() {
-        String ip = System.getenv("RDMA_RXE_IP");
-        if (ip == null || ip.isEmpty()) {
-            if (Boolean.getBoolean("rdma.required")) {
-                fail("no rxe device: RDMA_RXE_IP is unset (run under scripts/with-rdma --provider both)");
-            }
-            Assumptions.abort("no rxe device (RDMA_RXE_IP unset)");
-        }
-        return ip;
+        return CmTools.ip("rxe");
     }
 
     private static String group() {

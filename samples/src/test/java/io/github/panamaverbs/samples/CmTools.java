@@ -1,0 +1,160 @@
+package io.github.panamaverbs.samples;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * What the connection-manager sample tests share: the device address of each provider of
+ * {@code scripts/with-rdma --provider both}, tool processes with their output collected, and
+ * waiting until a server's rdma_cm ID listens.
+ */
+final class CmTools {
+    private CmTools() {
+    }
+
+    /** The device's IPv4 address of {@code provider}: RDMA_RXE_IP or RDMA_SIW_IP; without it abort, or fail with -Drdma.required=true. */
+    static String ip(String provider) {
+        String name = "RDMA_" + provider.toUpperCase(java.util.Locale.ROOT) + "_IP";
+        String ip = System.getenv(name);
+        if (ip == null || ip.isBlank()) {
+            if (Boolean.getBoolean("rdma.required")) {
+                fail(name + " is not set (CI=true: a missing device is a failure); run through scripts/with-rdma --provider both");
+            }
+            Assumptions.abort(name + " is not set; run through scripts/with-rdma --provider both");
+        }
+        return ip;
+    }
+
+    /** A process whose stdout and stderr are collected apart. */
+    static final class Proc implements AutoCloseable {
+        final Process process;
+        final String name;
+        private final CompletableFuture<String> out;
+        private final CompletableFuture<String> err;
+
+        Proc(String name, List<String> command) throws IOException {
+            this.name = name + " (" + String.join(" ", command) + ")";
+            process = new ProcessBuilder(command).start();
+            process.getOutputStream().close();
+            out = reader(process.getInputStream());
+            err = reader(process.getErrorStream());
+        }
+
+        /** Reads {@code in} to its end on a thread of its own (not the common pool: a server that runs on would hold it). */
+        private static CompletableFuture<String> reader(InputStream in) {
+            CompletableFuture<String> f = new CompletableFuture<>();
+            Thread.ofPlatform().daemon().start(() -> f.complete(slurp(in)));
+            return f;
+        }
+
+        private static String slurp(InputStream in) {
+            try {
+                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return e.toString();
+            }
+        }
+
+        /** A C tool, line-buffered so that what it printed is there even if it is killed. */
+        static Proc c(String tool, String... args) throws IOException {
+            List<String> cmd = new ArrayList<>(List.of("stdbuf", "-oL", tool));
+            cmd.addAll(List.of(args));
+            return new Proc("C " + tool, cmd);
+        }
+
+        /** The Java tool: samples/run (from the repository's root), on {@code cpu} where the VM has it. */
+        static Proc java(List<String> cpu, String tool, String... args) throws IOException {
+            List<String> cmd = new ArrayList<>(cpu);
+            if (Files.isExecutable(Path.of("samples/run"))) {
+                cmd.add("samples/run");
+            } else {
+                cmd.addAll(List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
+                        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+                        Main.class.getName()));
+            }
+            cmd.add(tool);
+            cmd.addAll(List.of(args));
+            return new Proc("Java " + tool, cmd);
+        }
+
+        boolean ended() {
+            return !process.isAlive();
+        }
+
+        /** Waits for the end (at most {@code seconds}, else kills it and fails); then its status and output. */
+        SamplesIT.Run await(int seconds, String context) throws Exception {
+            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                fail(name + " did not end within " + seconds + " s:\n" + output() + "\n" + context);
+            }
+            return new SamplesIT.Run(process.exitValue(), out.get(10, TimeUnit.SECONDS), err.get(10, TimeUnit.SECONDS));
+        }
+
+        /** Ends it (a server that would run on) and returns what it printed; its status is the signal's. */
+        SamplesIT.Run kill() throws Exception {
+            process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+            return new SamplesIT.Run(process.isAlive() ? -1 : process.exitValue(), out.get(10, TimeUnit.SECONDS),
+                    err.get(10, TimeUnit.SECONDS));
+        }
+
+        /** What it printed so far, when it has ended (else what is known: nothing). */
+        String output() {
+            return "[" + name + " stdout]\n" + out.getNow("") + "[" + name + " stderr]\n" + err.getNow("");
+        }
+
+        @Override
+        public void close() throws Exception {
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * Waits until an rdma_cm ID listens on {@code port} ({@code rdma resource show cm_id}), or the
+     * server ended, for at most {@code limitSeconds}.
+     */
+    static void awaitListening(String port, Proc server, int limitSeconds) throws Exception {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(limitSeconds);
+        String last = "";
+        while (System.nanoTime() - end < 0) {
+            if (server.ended()) {
+                SamplesIT.Run r = server.await(10, "");
+                fail(server.name + " ended (status " + r.status() + ") before it listened:\n" + r.out() + r.err());
+            }
+            Process p = new ProcessBuilder("rdma", "resource", "show", "cm_id").redirectErrorStream(true).start();
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            } else {
+                last = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                if (last.lines().anyMatch(l -> l.contains("state LISTEN") && l.matches(".*:" + port + "(\\s.*|$)"))) {
+                    return;
+                }
+            }
+            Thread.sleep(200);
+        }
+        fail("no rdma_cm ID listens on port " + port + " after " + limitSeconds + " s:\n" + last);
+    }
+
+    /** The JUnit JVM is pinned to CPU 0 (and C tools it starts with it); a server goes to CPU 1 where there is one. */
+    static List<String> otherCpu() {
+        try {
+            String online = Files.readString(Path.of("/sys/devices/system/cpu/online")).trim();
+            if (!online.equals("0") && Files.isExecutable(Path.of("/usr/bin/taskset"))) {
+                return List.of("taskset", "-c", "1");
+            }
+        } catch (IOException e) {
+            // one CPU it is
+        }
+        return List.of();
+    }
+}

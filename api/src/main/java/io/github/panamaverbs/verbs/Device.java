@@ -7,6 +7,7 @@ import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_device;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.NativeLibraries;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
@@ -38,12 +39,15 @@ import java.util.stream.Collectors;
 public record Device(String name, long guid, NodeType nodeType, TransportType transport,
                      String devName, String devPath, String ibdevPath) {
 
-    private static final MethodHandle GET_DEVICE_LIST = Native.withErrno(
-            Verbs.ibv_get_device_list$address(), Verbs.ibv_get_device_list$descriptor());
-    private static final MethodHandle FREE_DEVICE_LIST = Native.plain(
-            Verbs.ibv_free_device_list$address(), Verbs.ibv_free_device_list$descriptor());
-    private static final MethodHandle OPEN_DEVICE = Native.withErrno(
-            Verbs.ibv_open_device$address(), Verbs.ibv_open_device$descriptor());
+    /** Made on first use, after {@link NativeLibraries#require()}: this record's class loads without rdma-core. */
+    private static final class Handles {
+        static final MethodHandle GET_DEVICE_LIST = Native.withErrno(
+                Verbs.ibv_get_device_list$address(), Verbs.ibv_get_device_list$descriptor());
+        static final MethodHandle FREE_DEVICE_LIST = Native.plain(
+                Verbs.ibv_free_device_list$address(), Verbs.ibv_free_device_list$descriptor());
+        static final MethodHandle OPEN_DEVICE = Native.withErrno(
+                Verbs.ibv_open_device$address(), Verbs.ibv_open_device$descriptor());
+    }
 
     /**
      * The RDMA devices on this host ({@code ibv_get_device_list}). An empty list where the host has
@@ -114,7 +118,7 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
 
     private static Context openDevice(MemorySegment device) {
         MemorySegment ctx = Native.create("ibv_open_device", Device::openHint,
-                c -> (MemorySegment) OPEN_DEVICE.invokeExact(c.errno(), device));
+                c -> (MemorySegment) Handles.OPEN_DEVICE.invokeExact(c.errno(), device));
         return new Context(ctx, describe(device));
     }
 
@@ -133,9 +137,10 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
      * list here, and NULL is never passed to {@code ibv_free_device_list}.
      */
     private static <T> T withDeviceList(Function<List<MemorySegment>, T> action) {
+        NativeLibraries.require();
         return Native.call(c -> {
             MemorySegment count = c.allocate(JAVA_INT);
-            MemorySegment list = (MemorySegment) GET_DEVICE_LIST.invokeExact(c.errno(), count);
+            MemorySegment list = (MemorySegment) Handles.GET_DEVICE_LIST.invokeExact(c.errno(), count);
             if (list.address() == 0) {
                 int e = c.lastErrno();
                 if (e == Errno.ENOSYS || e == Errno.ENODEV || e == Errno.ENOENT || e == 0) {
@@ -152,7 +157,7 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
                 }
                 return action.apply(devices);
             } finally {
-                FREE_DEVICE_LIST.invokeExact(list);
+                Handles.FREE_DEVICE_LIST.invokeExact(list);
             }
         });
     }

@@ -37,6 +37,7 @@ public final class Main {
         TOOLS.put("rdma-client", new Entry(RdmaExamples::client, "RDMA CM example client: 16 bytes each way (rdmacm-utils' rdma_client)"));
         TOOLS.put("mckey", new Entry(Mckey::main, "multicast join, send and receive (rdmacm-utils' mckey)"));
         TOOLS.put("asyncwatch", new Entry(AsyncWatch::main, "print the device's async events (ibv_asyncwatch)"));
+        TOOLS.put("doctor", new Entry(Doctor::main, "check what RDMA needs on this host, with the command that fixes each problem"));
     }
 
     private Main() {

@@ -188,8 +188,21 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    /** The passive side, for {@link Listener#accept}: {@code request} is the CONNECT_REQUEST event. */
-    static Connection accept(CmEvent request, Config config, Duration timeout) {
+    /**
+     * Accepts the connection that {@code request} (a CONNECT_REQUEST event, from a listening
+     * {@link CmId} or {@link Listener}) asks for: creates its protection domain, completion queue and
+     * queue pair, runs the hook, accepts and waits until it is established. The new connection shares
+     * the listener's event channel.
+     *
+     * @throws ConnectionException if it is not established within {@code timeout}; the request is then
+     *                             rejected or the connection closed
+     */
+    public static Connection accept(CmEvent request, Config config, Duration timeout) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(config, "config");
+        if (request.type() != CmEventType.CONNECT_REQUEST) {
+            throw new IllegalArgumentException("not a connection request: " + request);
+        }
         Connection c = null;
         try {
             c = new Connection(null, request.id(), config);

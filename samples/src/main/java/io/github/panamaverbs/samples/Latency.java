@@ -26,6 +26,7 @@ import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.Locale;
+import java.util.function.Function;
 
 /**
  * {@code write-lat}, {@code read-lat}, {@code atomic-lat}, {@code send-lat}: perftest's
@@ -56,6 +57,12 @@ import java.util.Locale;
  * of send-lat, and perftest's close (a last hand-shake and "done"; write-lat has none). The Java
  * tools have no data path of their own beyond perftest's: a Java side and a C side measure the same
  * thing.
+ *
+ * <p>With {@code -R} ({@code --rdma_cm}) the queue pair is connected with rdma_cm, and the
+ * control channel is an rdma_cm connection too ({@link PerftestCm}), as perftest's {@code -R}:
+ * the same messages, then a hand-shake of zeros before and after the test queue pair's connection,
+ * which replaces the QPN/PSN connect; the only way on iWARP (SoftiWARP). RC only (perftest refuses
+ * UC with -R; UD over rdma_cm is not done here).
  */
 final class Latency extends PerftestTool<Latency.Verb> {
     /** The tools: {@code write-lat} (ib_write_lat) and so on; their title; the RTT divisor; the default size. */
@@ -92,7 +99,8 @@ final class Latency extends PerftestTool<Latency.Verb> {
         Options o = options("path MTU (default: the port's active MTU; the smaller of both sides' is used)")
                 .value('s', "size", "size", "size of message to exchange (default " + verb.defaultSize + ")")
                 .flag('a', "all", "run sizes from 2 till 2^23")
-                .value('n', "iters", "iters", "number of exchanges (at least 5, default 1000)");
+                .value('n', "iters", "iters", "number of exchanges (at least 5, default 1000)")
+                .flag('R', "rdma_cm", "connect QPs with rdma_cm and run test on those QPs (the control channel too)");
         if (verb == Verb.WRITE || verb == Verb.SEND) {
             o.value('I', "inline_size", "size", "max size of message to be sent inline (default " + defaultInline()
                     + (verb == Verb.SEND ? ", 188 on UD" : "") + ")")
@@ -110,8 +118,19 @@ final class Latency extends PerftestTool<Latency.Verb> {
         }
         type = connection(o, verb == Verb.SEND, "UD is for send-lat only", "RC, UC or UD");
         inline = o.integer("inline_size", defaultInline(), 0, type == QpType.UD ? MAX_INLINE_UD : 4096);
+        inlineGiven = o.has("inline_size");
+        rdmaCm = o.has("rdma_cm");
+        if (rdmaCm && type == QpType.UC) {
+            throw new Options.UsageException("UC is not supported in librdmacm (-R)");
+        }
+        if (rdmaCm && type == QpType.UD) {
+            throw new Options.UsageException("-R with UD is not supported here: use RC");
+        }
         return true;
     }
+
+    /** Whether -I was given: if not, a device that refuses the default inline size gets 0 (perftest's default on devices it does not know, rxe and siw among them). */
+    private boolean inlineGiven;
 
     /** perftest's MAX_INLINE_UD. */
     private static final int MAX_INLINE_UD = 884;
@@ -136,7 +155,16 @@ final class Latency extends PerftestTool<Latency.Verb> {
         ConnectOptions co = connectOptions(mtu).readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
         int maxSize = maxSize(mtu);
         int lastExponent = type == QpType.UD ? Integer.numberOfTrailingZeros(mtu.bytes()) : 23;
-        ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
+        int outReads = verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 1;
+        PerftestCm.Test cm = null;
+        Context qpContext = ctx;
+        if (rdmaCm) {
+            // perftest's create_rdma_cm_connection: a hand-shake, the test QP's connection, a hand-shake
+            cm = res.add(PerftestCm.Test.start(server, tcpPort, timeout));
+            link.handShake(PerftestLink.Key.NONE);
+            qpContext = cm.arrive();   // librdmacm's context of the device: the QP's resources go there
+        }
+        ProtectionDomain pd = res.add(qpContext.allocateProtectionDomain());
         EnumSet<AccessFlag> access = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         if (verb == Verb.ATOMIC) {
             access.add(AccessFlag.REMOTE_ATOMIC);
@@ -146,25 +174,27 @@ final class Latency extends PerftestTool<Latency.Verb> {
         // writes, or (send-lat) where receives land, after the GRH on UD.
         Arena arena = res.add(Arena.ofShared());
         MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2L * maxSize + grh, 4096), access));
-        CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
-        CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
-        QueuePair qp;
-        try {
-            qp = res.add(pd.createQueuePair(new QpInitAttributes(type, cq, rcq).maxSendWr(16)
-                    .maxRecvWr(verb == Verb.SEND ? RX_DEPTH : 1).maxInlineData(inline)));
-        } catch (VerbsException e) {
-            throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
-                    + e.getMessage());
-        }
-        activate(qp, co);
+        CompletionQueue cq = res.add(qpContext.createCompletionQueue(16));
+        CompletionQueue rcq = verb == Verb.SEND ? res.add(qpContext.createCompletionQueue(RX_DEPTH)) : cq;
         ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, maxSize, maxSize + grh);
-        if (verb == Verb.SEND) {
-            for (int i = 0; i < RX_DEPTH; i++) {
-                qp.postReceive(recv);   // before the peer learns our QPN: its first send finds one
-            }
+        QueuePair qp;
+        if (rdmaCm) {
+            PerftestCm.Test test = cm;
+            res.add((AutoCloseable) test::disconnect);   // before the resources above close: it closes the QP
+            qp = test.connect(verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 0, id -> {
+                drain(cq);   // a refused attempt's flushed receives
+                drain(rcq);
+                QueuePair q = createQueuePair(cq, rcq, init -> id.createQueuePair(pd, init));
+                postReceives(q, recv);
+                return q;
+            });
+            link.handShake(PerftestLink.Key.NONE);
+        } else {
+            qp = res.add(createQueuePair(cq, rcq, pd::createQueuePair));
+            activate(qp, co);
+            postReceives(qp, recv);
         }
         printBanner(out, ctx, port, mtu);
-        int outReads = verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 1;
         PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), outReads, mr.rkey(),
                 mr.address() + maxSize);
         PerftestLink.Key p = link.handShake(me);
@@ -172,7 +202,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
             p = link.handShake(me);   // perftest: once for all QPs, then once per QP
         }
         SendRequest udSend = null;
-        AddressHandle ah = connect(res, pd, qp, co, p);
+        AddressHandle ah = rdmaCm ? null : connect(res, pd, qp, co, p);   // rdma_cm connected it
         if (ah != null) {
             udSend = new SendRequest(1).datagram(ah, p.qpn(), Common.QKEY);
         }
@@ -191,6 +221,9 @@ final class Latency extends PerftestTool<Latency.Verb> {
             // what ends the wait, or its death, which closes the socket.
             link.untimed();
             link.closeConnection(me);
+            if (cm != null) {
+                cm.disconnect();
+            }
             out.println(LINE);
             out.flush();
             return 0;
@@ -216,8 +249,55 @@ final class Latency extends PerftestTool<Latency.Verb> {
         if (verb != Verb.WRITE) {
             link.closeConnection(me);   // write_lat has none: each side's last write was acknowledged
         }
+        if (cm != null) {
+            cm.disconnect();   // as perftest: the test connection ends before the control connection
+        }
         writeJson(verb.title + " Latency", json);
         return 0;
+    }
+
+    /**
+     * The queue pair ({@code create} given its attributes). If the device refuses the default
+     * inline size (SoftiWARP takes less than perftest's 220 and 236), inline sends are off, as
+     * perftest has them on devices it does not know.
+     */
+    private QueuePair createQueuePair(CompletionQueue cq, CompletionQueue rcq, Function<QpInitAttributes, QueuePair> create) {
+        try {
+            return create.apply(init(cq, rcq));
+        } catch (VerbsException e) {
+            if (!inlineGiven && inline > 0) {
+                inline = 0;
+                try {
+                    return create.apply(init(cq, rcq));
+                } catch (VerbsException again) {
+                    e.addSuppressed(again);
+                }
+            }
+            throw new SampleException("Couldn't create QP with " + inline + " bytes of inline data (try -I 0): "
+                    + e.getMessage());
+        }
+    }
+
+    private QpInitAttributes init(CompletionQueue cq, CompletionQueue rcq) {
+        return new QpInitAttributes(type, cq, rcq).maxSendWr(16).maxRecvWr(verb == Verb.SEND ? RX_DEPTH : 1)
+                .maxInlineData(inline);
+    }
+
+    /** send-lat's receives, before the peer learns of this QP: its first send finds one (iWARP has no RNR retry). */
+    private void postReceives(QueuePair qp, ReceiveRequest recv) {
+        if (verb == Verb.SEND) {
+            for (int i = 0; i < RX_DEPTH; i++) {
+                qp.postReceive(recv);
+            }
+        }
+    }
+
+    /** Polls {@code cq} empty. */
+    private static void drain(CompletionQueue cq) {
+        WorkCompletions wc = new WorkCompletions(16);
+        while (cq.poll(wc) > 0) {
+            // flushed completions of a queue pair that is gone
+        }
     }
 
     /** One size: returns the post times, or null for the passive server of reads and atomics. */
@@ -438,11 +518,14 @@ final class Latency extends PerftestTool<Latency.Verb> {
         } else {
             out.println(" Outstand reads  : " + READ_DEPTH);
         }
-        printBannerTail(out);
+        printBannerTail(out, rdmaCm);
     }
 
-    /** ctx_print_pingpong_data: OUT for read-lat, RKey and VAddr for write-lat and read-lat. */
+    /**
+     * ctx_print_pingpong_data: OUT for read-lat, RKey and VAddr for write-lat and read-lat; neither
+     * with -R (perftest prints them as its control connection's verb, SEND, wants).
+     */
     private void printAddress(PrintStream out, String side, PerftestLink.Key k) {
-        printAddress(out, side, k, verb == Verb.READ, verb != Verb.ATOMIC && verb != Verb.SEND);
+        printAddress(out, side, k, !rdmaCm && verb == Verb.READ, !rdmaCm && verb != Verb.ATOMIC && verb != Verb.SEND);
     }
 }

@@ -4,7 +4,6 @@ import io.github.panamaverbs.verbs.Gid;
 import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.RemoteEndpoint;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.ConnectException;
@@ -19,18 +18,27 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The TCP side of the perftest-like tools (one place for it): the connection between client and
- * server, perftest's per-QP message ({@code KEY_PRINT_FMT_GID}), byte exchanges used as barriers,
- * and the close. Every read gives up after the tool's {@code --timeout} with a message saying the
- * peer is gone; {@link #untimed()} lifts that for a passive side that waits out the measurement.
+ * The out-of-band side of the perftest-like tools (one place for it): the connection between client
+ * and server, perftest's per-QP message, exchanges used as barriers, and the close. Every read gives
+ * up after the tool's {@code --timeout} with a message saying the peer is gone; {@link #untimed()}
+ * lifts that for a passive side that waits out the measurement.
+ *
+ * <p>One message sequence, two transports, as in perftest: a TCP socket ({@link #open}, perftest's
+ * default "Ethernet" exchange), or with {@code -R} an RC queue pair connected through rdma_cm
+ * ({@link #openRdmaCm}, {@link PerftestCm}: perftest's "rdma_cm" exchange, each message one SEND into
+ * the peer's 56-byte receive). Only the per-QP message's form and the close differ: over TCP the
+ * text {@code KEY_PRINT_FMT_GID}, over rdma_cm the 56-byte binary {@code struct pingpong_dest}
+ * ({@link Key#encodeDest()}); over TCP the close ends with "done", over rdma_cm it does not.
  *
  * <p>To talk to perftest's own binaries (perftest 4.5-0.17, version string "6.06"), a tool follows
- * their byte sequence exactly: {@link #preamble(Mtu)} right after {@link #open} (perftest's
+ * their byte sequence exactly: {@link #preamble(Mtu)} right after the connection (perftest's
  * exchange_versions, check_sys_data and check_mtu), then {@link #handShake(Key)} wherever perftest
- * calls ctx_hand_shake (each is one exchange of the per-QP message; the client writes first, which
- * {@link #exchange} does on both sides, harmlessly), and {@link #closeConnection(Key)} where perftest
- * calls ctx_close_connection. Perftest reads each message with one {@code read()} of its exact size,
- * so every message here goes out in one {@code write}.
+ * calls ctx_hand_shake (each is one exchange of the per-QP message), and {@link #closeConnection(Key)}
+ * where perftest calls ctx_close_connection. Each exchange is perftest's: the client sends first and
+ * then receives, the server receives first and then sends (over rdma_cm this order is what keeps a
+ * receive posted for every message: iWARP has no receiver-not-ready retry). Perftest reads each
+ * message with one {@code read()} of its exact size, so every message here goes out in one
+ * {@code write}.
  */
 final class PerftestLink implements AutoCloseable {
     /** perftest's KEY_MSG_SIZE_GID. */
@@ -44,15 +52,35 @@ final class PerftestLink implements AutoCloseable {
     /** perftest's check_version_compatibility refuses peers older than this. */
     static final double OLDEST_PEER = 5.70;
 
-    private final Socket socket;
-    private final Duration timeout;
+    /**
+     * How the messages travel: whole messages, sent and received in the order {@link #exchange}
+     * gives; a receive returns exactly the bytes asked for or fails saying the peer is gone.
+     */
+    interface Transport extends AutoCloseable {
+        void send(byte[] message);
+
+        byte[] receive(int bytes);
+
+        /** Receives wait for ever from now on (a dead peer still ends them). */
+        void untimed();
+
+        /** Whether per-QP messages are perftest's binary {@code struct pingpong_dest} (rdma_cm) rather than text (TCP). */
+        boolean binaryKeys();
+
+        /** What ends ctx_close_connection after its hand-shake. */
+        void finish();
+
+        @Override
+        void close();
+    }
+
+    private final Transport transport;
     private final boolean client;
     private String peerVersion;
     private boolean withGid = true;
 
-    private PerftestLink(Socket socket, Duration timeout, boolean client) {
-        this.socket = socket;
-        this.timeout = timeout;
+    PerftestLink(Transport transport, boolean client) {
+        this.transport = transport;
         this.client = client;
     }
 
@@ -71,7 +99,7 @@ final class PerftestLink implements AutoCloseable {
                     throw new SampleException("Couldn't connect to " + server + ":" + port + " (" + e.getMessage() + ")");
                 }
                 s.setSoTimeout((int) timeout.toMillis());
-                return new PerftestLink(s, timeout, true);
+                return new PerftestLink(new Tcp(s, timeout), true);
             }
             try (ServerSocket ss = new ServerSocket()) {
                 ss.setReuseAddress(true);
@@ -80,7 +108,7 @@ final class PerftestLink implements AutoCloseable {
                 out.flush();
                 Socket s = ss.accept();
                 s.setSoTimeout((int) timeout.toMillis());
-                return new PerftestLink(s, timeout, false);
+                return new PerftestLink(new Tcp(s, timeout), false);
             }
         } catch (IOException e) {
             throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
@@ -91,26 +119,27 @@ final class PerftestLink implements AutoCloseable {
         return client;
     }
 
-    /** Sends {@code mine} and reads as many bytes from the peer: perftest's ctx_xchg_data. */
+    /**
+     * perftest -R: the control connection over rdma_cm ({@link PerftestCm}): the client connects to
+     * {@code server}; the server (when it is null) listens on {@code port}, prints the "Waiting for
+     * client" banner on {@code out} and accepts one client.
+     */
+    static PerftestLink openRdmaCm(String server, int port, Duration timeout, PrintStream out) {
+        return new PerftestLink(PerftestCm.Control.open(server, port, timeout, out), server != null);
+    }
+
+    /**
+     * Sends {@code mine} and receives as many bytes from the peer: perftest's ctx_xchg_data, in its
+     * order (the client sends, then receives; the server receives, then sends).
+     */
     byte[] exchange(byte[] mine) {
-        try {
-            OutputStream o = socket.getOutputStream();
-            o.write(mine);
-            o.flush();
-            InputStream in = socket.getInputStream();
-            byte[] theirs;
-            try {
-                theirs = in.readNBytes(mine.length);
-            } catch (SocketTimeoutException e) {
-                throw new SampleException("the peer sent nothing for " + timeout.toSeconds() + " s: it is gone (see --timeout)");
-            }
-            if (theirs.length != mine.length) {
-                throw new SampleException("the peer closed the connection: the peer is gone (it failed, or is a different tool)");
-            }
-            return theirs;
-        } catch (IOException e) {
-            throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
+        if (client) {
+            transport.send(mine);
+            return transport.receive(mine.length);
         }
+        byte[] theirs = transport.receive(mine.length);
+        transport.send(mine);
+        return theirs;
     }
 
     /** A barrier: returns once the peer has reached its matching call. */
@@ -120,16 +149,12 @@ final class PerftestLink implements AutoCloseable {
 
     /** Reads wait for ever from now on (a passive server waits as long as the client measures; a dead peer closes the socket). */
     void untimed() {
-        try {
-            socket.setSoTimeout(0);
-        } catch (IOException e) {
-            throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
-        }
+        transport.untimed();
     }
 
     /** Exchanges the per-QP messages (with the GID unless {@link #keysWithGid(boolean)} said otherwise). */
     Key exchangeKeys(Key mine) {
-        return Key.parse(exchange(mine.encode(withGid)));
+        return transport.binaryKeys() ? Key.parseDest(exchange(mine.encodeDest())) : Key.parse(exchange(mine.encode(withGid)));
     }
 
     /**
@@ -184,23 +209,14 @@ final class PerftestLink implements AutoCloseable {
     }
 
     /**
-     * perftest's ctx_close_connection: a last {@link #handShake}, then "done" (with its NUL) to the
-     * peer, and the peer's "done" read back if it comes (perftest never reads it; reading it here
-     * only keeps this side from closing on unread data).
+     * perftest's ctx_close_connection: a last {@link #handShake}; over TCP then "done" (with its NUL)
+     * to the peer, and the peer's "done" read back if it comes (perftest never reads it; reading it
+     * here only keeps this side from closing on unread data).
      */
     void closeConnection(Key mine) {
         handShake(mine);
-        try {
-            OutputStream o = socket.getOutputStream();
-            o.write(DONE);
-            o.flush();
-            socket.getInputStream().readNBytes(DONE.length);
-        } catch (IOException e) {
-            // the peer closed first: nothing left to agree on
-        }
+        transport.finish();
     }
-
-    private static final byte[] DONE = "done\0".getBytes(StandardCharsets.US_ASCII);
 
     /** The text before the first NUL. */
     private static String cString(byte[] b) {
@@ -219,10 +235,83 @@ final class PerftestLink implements AutoCloseable {
 
     @Override
     public void close() {
-        try {
-            socket.close();
-        } catch (IOException e) {
-            // nothing left to tell the peer
+        transport.close();
+    }
+
+    /** perftest's default exchange: one TCP connection. */
+    private static final class Tcp implements Transport {
+        private static final byte[] DONE = "done\0".getBytes(StandardCharsets.US_ASCII);
+
+        private final Socket socket;
+        private final Duration timeout;
+
+        Tcp(Socket socket, Duration timeout) {
+            this.socket = socket;
+            this.timeout = timeout;
+        }
+
+        @Override
+        public void send(byte[] message) {
+            try {
+                OutputStream o = socket.getOutputStream();
+                o.write(message);
+                o.flush();
+            } catch (IOException e) {
+                throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public byte[] receive(int bytes) {
+            try {
+                byte[] theirs;
+                try {
+                    theirs = socket.getInputStream().readNBytes(bytes);
+                } catch (SocketTimeoutException e) {
+                    throw new SampleException("the peer sent nothing for " + timeout.toSeconds() + " s: it is gone (see --timeout)");
+                }
+                if (theirs.length != bytes) {
+                    throw new SampleException("the peer closed the connection: the peer is gone (it failed, or is a different tool)");
+                }
+                return theirs;
+            } catch (IOException e) {
+                throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public void untimed() {
+            try {
+                socket.setSoTimeout(0);
+            } catch (IOException e) {
+                throw new SampleException("the TCP connection to the peer failed: " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public boolean binaryKeys() {
+            return false;
+        }
+
+        @Override
+        public void finish() {
+            try {
+                OutputStream o = socket.getOutputStream();
+                o.write(DONE);
+                o.flush();
+                socket.getInputStream().readNBytes(DONE.length);
+            } catch (IOException e) {
+                // the peer closed first: nothing left to agree on
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                socket.close();
+            } catch (IOException e) {
+                // nothing left to tell the peer
+            }
         }
     }
 
@@ -260,6 +349,37 @@ final class PerftestLink implements AutoCloseable {
             byte[] text = b.toString().getBytes(StandardCharsets.US_ASCII);
             System.arraycopy(text, 0, msg, 0, text.length);
             return msg;
+        }
+
+        /** perftest's {@code struct pingpong_dest}, the per-QP message over rdma_cm: {@value #DEST_BYTES} bytes. */
+        static final int DEST_BYTES = 56;
+
+        /** A message of zeros: what perftest sends around the rdma_cm connection of the test QPs, before its own data exists. */
+        static final Key NONE = new Key(0, 0, 0, 0, 0, 0, Gid.ZERO, 0);
+
+        /**
+         * perftest's {@code struct pingpong_dest} in network order, as rdma_write_keys sends it: lid,
+         * out_reads, qpn, psn, rkey (big-endian 32-bit words at 0, 4, 8, 12, 16), 4 bytes of padding,
+         * vaddr (big-endian 64-bit at 24), the GID's 16 bytes at 32, srqn at 48 and gid_index at 52
+         * (both unread by the peer; sent as 0).
+         */
+        byte[] encodeDest() {
+            ByteBuffer b = ByteBuffer.allocate(DEST_BYTES);   // big-endian
+            b.putInt(0, lid).putInt(4, outReads).putInt(8, qpn).putInt(12, psn).putInt(16, rkey).putLong(24, vaddr)
+                    .put(32, gid.bytes()).putInt(48, srqn);
+            return b.array();
+        }
+
+        /** The peer's {@code struct pingpong_dest}: what rdma_read_keys takes from it (srqn too). */
+        static Key parseDest(byte[] msg) {
+            if (msg.length != DEST_BYTES) {
+                throw new SampleException("bad connection data from the peer: " + msg.length + " bytes, not " + DEST_BYTES);
+            }
+            ByteBuffer b = ByteBuffer.wrap(msg);
+            byte[] gid = new byte[16];
+            b.get(32, gid);
+            return new Key(b.getInt(0), b.getInt(4), b.getInt(8), b.getInt(12), b.getInt(16), b.getLong(24), Gid.of(gid),
+                    b.getInt(48));
         }
 
         static Key parse(byte[] msg) {

@@ -48,6 +48,8 @@ abstract class PerftestTool<V extends Enum<V>> {
     String jsonFile;
     Duration timeout;
     int mtuBytes;
+    /** {@code -R}: the queue pairs, and the control channel, connected with rdma_cm ({@link PerftestCm}); for the tools that have it. */
+    boolean rdmaCm;
 
     /** @param suffix after the verb's name: {@code WRITE} and "-lat" make write-lat, perftest's ib_write_lat */
     PerftestTool(V verb, String suffix) {
@@ -146,7 +148,8 @@ abstract class PerftestTool<V extends Enum<V>> {
             Context ctx = res.add(Common.openDevice(deviceName));
             PortAttributes port = ctx.queryPort(ibPort);
             Mtu localMtu = localMtu(out, port);
-            try (PerftestLink link = PerftestLink.open(server, tcpPort, timeout, out)) {
+            try (PerftestLink link = rdmaCm ? PerftestLink.openRdmaCm(server, tcpPort, timeout, out)
+                    : PerftestLink.open(server, tcpPort, timeout, out)) {
                 link.keysWithGid(gidIndex >= 0);
                 Mtu mtu = link.preamble(localMtu);
                 if (type == QpType.UD && size > mtu.bytes()) {
@@ -243,6 +246,25 @@ abstract class PerftestTool<V extends Enum<V>> {
     static void printBannerTail(PrintStream out) {
         out.println(" rdma_cm QPs\t : OFF");
         out.println(" Data ex. method : Ethernet");
+        out.println(LINE);
+        out.flush();
+    }
+
+    /** ctx_print_test_info's last lines, with {@code -R} as perftest prints them (the server's two more lines too). */
+    final void printBannerTail(PrintStream out, boolean withRdmaCm) {
+        if (!withRdmaCm) {
+            printBannerTail(out);
+            return;
+        }
+        out.println(" rdma_cm QPs\t : ON");
+        out.print(" Data ex. method : rdma_cm");
+        if (server == null) {
+            out.println();
+            out.println(LINE);
+            out.println(" Waiting for client rdma_cm QP to connect");
+            out.print(" Please run the same command with the IB/RoCE interface IP");
+        }
+        out.println();
         out.println(LINE);
         out.flush();
     }

@@ -22,17 +22,36 @@ final class CmTools {
     private CmTools() {
     }
 
-    /** The device's IPv4 address of {@code provider}: RDMA_RXE_IP or RDMA_SIW_IP; without it abort, or fail with -Drdma.required=true. */
+    /** The device's IPv4 address of {@code provider} (rxe, siw): RDMA_RXE_IP or RDMA_SIW_IP. */
     static String ip(String provider) {
-        String name = "RDMA_" + provider.toUpperCase(java.util.Locale.ROOT) + "_IP";
-        String ip = System.getenv(name);
-        if (ip == null || ip.isBlank()) {
+        return env(provider, "IP");
+    }
+
+    /**
+     * {@code RDMA_<PROVIDER>_<what>} as {@code scripts/with-rdma --provider both} sets it (DEVICE, IP,
+     * ...); without it the test is aborted, or fails with -Drdma.required=true (CI).
+     */
+    static String env(String provider, String what) {
+        String name = "RDMA_" + provider.toUpperCase(java.util.Locale.ROOT) + "_" + what;
+        String value = System.getenv(name);
+        if (value == null || value.isBlank()) {
             if (Boolean.getBoolean("rdma.required")) {
                 fail(name + " is not set (CI=true: a missing device is a failure); run through scripts/with-rdma --provider both");
             }
             Assumptions.abort(name + " is not set; run through scripts/with-rdma --provider both");
         }
-        return ip;
+        return value;
+    }
+
+    /** Whether an rdma_cm ID listens on {@code port} ({@code rdma resource show cm_id}); {@code seen[0]} gets the listing. */
+    static boolean cmIdListens(String port, String[] seen) throws Exception {
+        Process p = new ProcessBuilder("rdma", "resource", "show", "cm_id").redirectErrorStream(true).start();
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            return false;
+        }
+        seen[0] = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        return seen[0].lines().anyMatch(l -> l.contains("state LISTEN") && l.matches(".*:" + port + "(\\s.*|$)"));
     }
 
     /** A process whose stdout and stderr are collected apart. */
@@ -125,27 +144,21 @@ final class CmTools {
      */
     static void awaitListening(String port, Proc server, int limitSeconds) throws Exception {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(limitSeconds);
-        String last = "";
+        String[] last = {""};
         while (System.nanoTime() - end < 0) {
             if (server.ended()) {
                 SamplesIT.Run r = server.await(10, "");
                 fail(server.name + " ended (status " + r.status() + ") before it listened:\n" + r.out() + r.err());
             }
-            Process p = new ProcessBuilder("rdma", "resource", "show", "cm_id").redirectErrorStream(true).start();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-            } else {
-                last = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                if (last.lines().anyMatch(l -> l.contains("state LISTEN") && l.matches(".*:" + port + "(\\s.*|$)"))) {
-                    return;
-                }
+            if (cmIdListens(port, last)) {
+                return;
             }
             Thread.sleep(200);
         }
-        fail("no rdma_cm ID listens on port " + port + " after " + limitSeconds + " s:\n" + last);
+        fail("no rdma_cm ID listens on port " + port + " after " + limitSeconds + " s:\n" + last[0]);
     }
 
-    /** The JUnit JVM is pinned to CPU 0 (and C tools it starts with it); a server goes to CPU 1 where there is one. */
+    /** The JUnit JVM is pinned to CPU 0 (and C tools it starts with it); a Java side goes to CPU 1 where there is one. */
     static List<String> otherCpu() {
         try {
             String online = Files.readString(Path.of("/sys/devices/system/cpu/online")).trim();

@@ -1,0 +1,138 @@
+package io.github.panamaverbs.samples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The latency tools with perftest's {@code -R} (queue pairs and control channel connected with
+ * rdma_cm) against Debian's perftest binaries both ways, and Java to Java, on each provider of
+ * {@code scripts/with-rdma --provider both}: rxe (RoCE v2) and siw (iWARP, which can only connect
+ * through rdma_cm), over loopback to the device's own IPv4 address (RDMA_RXE_IP, RDMA_SIW_IP).
+ * Every side is a process of its own, started with a time limit; the client starts once the
+ * server's rdma_cm ID listens (perftest's client does not retry a refused control connection).
+ */
+class PerftestCmIT {
+    /** Seconds a process may run (a JVM starts slowly under the VM's emulated CPU). */
+    private static final int LIMIT = 240;
+    private static final int ITERS = 100;
+    private static int nextPort = 18700;
+
+    private static synchronized String port() {
+        return Integer.toString(nextPort++);
+    }
+
+    /** perftest's binary for {@code tool} (write-lat: ib_write_lat), line-buffered, without the CPU frequency check. */
+    private static SamplesIT.Child c(List<String> cpu, String tool, List<String> args) throws IOException {
+        List<String> cmd = new ArrayList<>(cpu);
+        cmd.addAll(List.of("stdbuf", "-oL", "ib_" + tool.replace('-', '_'), "-F"));
+        cmd.addAll(args);
+        return new SamplesIT.Child(cmd);
+    }
+
+    /** The Java tool: samples/run (from the repository's root), else this JVM's java and class path. */
+    private static SamplesIT.Child java(List<String> cpu, String tool, List<String> args) throws IOException {
+        List<String> cmd = new ArrayList<>(cpu);
+        if (Files.isExecutable(Path.of("samples/run"))) {
+            cmd.add("samples/run");
+        } else {
+            cmd.addAll(List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
+                    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+                    Main.class.getName()));
+        }
+        cmd.add(tool);
+        cmd.addAll(args);
+        cmd.addAll(List.of("--timeout", "120"));
+        return new SamplesIT.Child(cmd);
+    }
+
+    /**
+     * Waits until the server printed its "Waiting for client" banner and an rdma_cm ID listens on
+     * {@code port} ({@code rdma resource show cm_id}); fails if the server ends first.
+     */
+    private static void awaitListening(SamplesIT.Child server, String port) throws Exception {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(LIMIT);
+        String[] last = {""};
+        while (System.nanoTime() - end < 0) {
+            if (!server.process.isAlive()) {
+                SamplesIT.Run r = server.await(10);
+                fail("the server ended (status " + r.status() + ") before it listened:\n" + r.out());
+            }
+            if (server.output().contains("Waiting for client to connect") && CmTools.cmIdListens(port, last)) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        fail("no rdma_cm ID listens on port " + port + " after " + LIMIT + " s:\n" + last[0] + "\nserver:\n" + server.output());
+    }
+
+    /** Runs {@code server} and then {@code client} (each made for the port), and checks both. */
+    private static void pair(String tool, String provider, String serverKind, String clientKind) throws Exception {
+        String device = CmTools.env(provider, "DEVICE");
+        String ip = CmTools.ip(provider);
+        String port = port();
+        List<String> flags = List.of("-R", "-d", device, "-p", port, "-n", "" + ITERS);
+        List<String> clientFlags = new ArrayList<>(flags);
+        clientFlags.add(ip);
+        try (SamplesIT.Child server = serverKind.equals("java") ? java(CmTools.otherCpu(), tool, flags) : c(CmTools.otherCpu(), tool, flags)) {
+            awaitListening(server, port);
+            try (SamplesIT.Child client = clientKind.equals("java") ? java(List.of(), tool, clientFlags)
+                    : c(List.of(), tool, clientFlags)) {
+                SamplesIT.Run c = client.await(LIMIT, "[server so far]\n" + server.output());
+                SamplesIT.Run s = server.await(LIMIT, "[client]\n" + c.out());
+                String both = "\n[" + serverKind + " server]\n" + s.out() + "\n[" + clientKind + " client]\n" + c.out();
+                assertEquals(0, c.status(), "client status" + both);
+                assertEquals(0, s.status(), "server status" + both);
+                check(clientKind + " client", c.out(), device, both);
+                check(serverKind + " server", s.out(), device, both);
+            }
+        }
+    }
+
+    /** The banner says rdma_cm on RC, the remote address was printed, and one table of one ordered row for size 2. */
+    private static void check(String who, String out, String device, String both) {
+        assertTrue(out.contains("Connection type : RC"), who + both);
+        assertTrue(out.contains(" rdma_cm QPs\t : ON"), who + both);
+        assertTrue(out.contains(" Data ex. method : rdma_cm"), who + both);
+        assertTrue(out.contains("Device         : " + device), who + both);
+        assertTrue(out.lines().anyMatch(l -> l.startsWith(" remote address: LID")), who + both);
+        assertEquals(1, out.lines().filter(l -> l.startsWith(" #bytes #iterations")).count(), who + both);
+        List<String> rows = out.lines().filter(l -> l.matches("^ \\d+\\s+\\d+\\s+\\d+\\.\\d+\\s+.*")).toList();
+        assertEquals(1, rows.size(), who + both);
+        String[] f = rows.getFirst().trim().split("\\s+");
+        assertEquals(9, f.length, who + ": " + rows.getFirst());
+        assertEquals(2, Integer.parseInt(f[0]), who + ": " + rows.getFirst());
+        assertEquals(ITERS, Integer.parseInt(f[1]), who + ": " + rows.getFirst());
+        double min = Double.parseDouble(f[2]), max = Double.parseDouble(f[3]), typical = Double.parseDouble(f[4]);
+        double p99 = Double.parseDouble(f[7]), p999 = Double.parseDouble(f[8]);
+        assertTrue(min > 0 && min <= typical && typical <= p99 && p99 <= p999 && p999 <= max,
+                who + ": figures not ordered: " + rows.getFirst());
+    }
+
+    @ParameterizedTest(name = "{0} -R on {1}: Java server, perftest client")
+    @CsvSource({"write-lat,rxe", "write-lat,siw", "send-lat,rxe", "send-lat,siw"})
+    void javaServerPerftestClient(String tool, String provider) throws Exception {
+        pair(tool, provider, "java", "c");
+    }
+
+    @ParameterizedTest(name = "{0} -R on {1}: perftest server, Java client")
+    @CsvSource({"write-lat,rxe", "write-lat,siw", "send-lat,rxe", "send-lat,siw"})
+    void perftestServerJavaClient(String tool, String provider) throws Exception {
+        pair(tool, provider, "c", "java");
+    }
+
+    @ParameterizedTest(name = "{0} -R on {1}: Java server, Java client")
+    @CsvSource({"write-lat,rxe", "write-lat,siw", "send-lat,rxe", "send-lat,siw"})
+    void javaServerJavaClient(String tool, String provider) throws Exception {
+        pair(tool, provider, "java", "java");
+    }
+}

@@ -106,6 +106,13 @@ public final class EventChannel implements AutoCloseable {
         }
     }
 
+    /** Whether a connect request for {@code listener} was read and waits to be taken. */
+    boolean hasPendingRequest(CmId listener) {
+        synchronized (pending) {
+            return pending.stream().anyMatch(e -> e.listener() == listener);
+        }
+    }
+
     /** Connect requests read for {@code listener} and not taken: they go when it closes. */
     java.util.List<CmEvent> takeRequests(CmId listener) {
         java.util.List<CmEvent> taken = new java.util.ArrayList<>();
@@ -139,13 +146,14 @@ public final class EventChannel implements AutoCloseable {
             if (e != null) {
                 return Optional.of(e);
             }
+            // Short slices: another thread may read this ID's event into the queue meanwhile. The fd
+            // is looked at least once, also with a timeout of zero.
             long now = System.nanoTime();
-            if (now - deadline >= 0) {
-                return Optional.empty();
-            }
-            // Short slices: another thread may read this ID's event into the queue meanwhile.
-            if (Native.awaitReadable(fd, now + Math.min(deadline - now, QUEUE_CHECK_NANOS), toString(), () -> !handle.isClosed())) {
+            long sliceEnd = now + Math.max(0, Math.min(deadline - now, QUEUE_CHECK_NANOS));
+            if (Native.awaitReadable(fd, sliceEnd, toString(), () -> !handle.isClosed())) {
                 readAvailable();
+            } else if (System.nanoTime() - deadline >= 0) {
+                return Optional.ofNullable(take(id));
             }
         }
     }

@@ -228,7 +228,14 @@ class CmIT {
             try (Connection c = Connection.connect(address, config, TIMEOUT)) {
                 try {
                     server.get(60, TimeUnit.SECONDS);
-                    assertTrue(c.awaitDisconnect(TIMEOUT), "DISCONNECTED must arrive when the server closes");
+                    // Polled with a zero timeout, as a busy loop does between completions.
+                    long deadline = System.nanoTime() + TIMEOUT.toNanos();
+                    CmEvent event = null;
+                    while (event == null && System.nanoTime() < deadline) {
+                        event = c.id().nextEvent(Duration.ZERO).orElse(null);
+                    }
+                    assertTrue(event != null, "DISCONNECTED must arrive when the server closes");
+                    assertEquals(CmEventType.DISCONNECTED, event.type());
                     WorkCompletions flushed = one(c.completionQueue());
                     assertEquals(99, flushed.wrId(0));
                     assertEquals(WcStatus.WR_FLUSH_ERR, flushed.status(0), "the posted receive is flushed");
@@ -368,5 +375,51 @@ class CmIT {
     private static <T extends AutoCloseable> T keep(List<AutoCloseable> open, T r) {
         open.add(r);
         return r;
+    }
+
+    /** A listener closed while a connection request waits in its channel rejects it: the client is told at once. */
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aListenerClosedWithAPendingRequestRejectsIt(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), port());
+        Listener listener = Listener.bind(address, 4);
+        CompletableFuture<Throwable> client = CompletableFuture.supplyAsync(() -> {
+            try (Connection c = Connection.connect(address, new Connection.Config(), TIMEOUT)) {
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        // Another ID of the listener's channel reads the request into the channel's queue, where it
+        // waits for the listener, which never takes it.
+        try (CmId other = listener.id().channel().createId(PortSpace.TCP)) {
+            long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            while (!listener.id().channel().hasPendingRequest(listener.id()) && System.nanoTime() < deadline) {
+                assertTrue(other.nextEvent(Duration.ofMillis(100)).isEmpty(), "no event is for the other ID");
+            }
+            assertTrue(listener.id().channel().hasPendingRequest(listener.id()), "the request never arrived");
+        }
+        listener.close();
+        Throwable outcome = client.get(60, TimeUnit.SECONDS);
+        assertTrue(outcome instanceof ConnectionException, "the client must be refused, not " + outcome);
+        assertTrue(((ConnectionException) outcome).isRejected(), outcome.getMessage());
+    }
+
+    /**
+     * An address no device reaches (the test VM has no default route): rdma_resolve_addr fails at
+     * once with ENETUNREACH, naming the address.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void anAddressThatDoesNotResolveFailsInTime(String provider) throws Exception {
+        ip(provider);
+        InetSocketAddress nowhere = new InetSocketAddress(InetAddress.getByName("192.0.2.1"), port()); // TEST-NET-1
+        long t0 = System.nanoTime();
+        io.github.panamaverbs.verbs.VerbsException e = assertThrows(io.github.panamaverbs.verbs.VerbsException.class,
+                () -> Connection.connect(nowhere, new Connection.Config(), Duration.ofSeconds(5)));
+        assertTrue(System.nanoTime() - t0 < TIMEOUT.toNanos(), "within the timeout");
+        assertEquals("rdma_resolve_addr", e.verb());
+        assertEquals("ENETUNREACH", e.errnoName());
+        assertTrue(e.getMessage().contains("192.0.2.1"), e.getMessage());
     }
 }

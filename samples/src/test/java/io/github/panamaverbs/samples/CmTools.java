@@ -132,9 +132,13 @@ final class CmTools {
         }
 
         @Override
-        public void close() throws Exception {
+        public void close() {
             process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+            try {
+                process.waitFor(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

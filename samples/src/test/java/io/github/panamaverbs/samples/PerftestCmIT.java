@@ -131,7 +131,7 @@ class PerftestCmIT {
     }
 
     @ParameterizedTest(name = "{0} -R on {1}: Java server, Java client")
-    @CsvSource({"write-lat,rxe", "write-lat,siw", "send-lat,rxe", "send-lat,siw"})
+    @CsvSource({"write-lat,siw"}) // (Java with perftest runs on both providers; one Java pair keeps CI short)
     void javaServerJavaClient(String tool, String provider) throws Exception {
         pair(tool, provider, "java", "java");
     }

@@ -83,7 +83,7 @@ class RdmaExamplesIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"rxe", "siw"})
+    @ValueSource(strings = {"siw"}) // (Java with C runs on both providers; one Java pair keeps CI short)
     void javaServerJavaClient(String provider) throws Exception {
         String ip = ip(provider);
         String port = port();
@@ -123,7 +123,7 @@ class RdmaExamplesIT {
 
     /** No client comes: the Java server gives up after its --timeout (the C one would wait for ever). */
     @ParameterizedTest
-    @ValueSource(strings = {"rxe", "siw"})
+    @ValueSource(strings = {"rxe"})
     void javaServerWithoutClientTimesOut(String provider) throws Exception {
         String ip = ip(provider);
         String port = port();

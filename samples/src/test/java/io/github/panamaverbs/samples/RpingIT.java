@@ -94,7 +94,7 @@ class RpingIT {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"rxe", "siw"})
+    @ValueSource(strings = {"siw"}) // (Java with C runs on both providers; one Java pair keeps CI short)
     void javaServerJavaClient(String provider) throws Exception {
         String ip = ip(provider);
         String port = port();
@@ -111,7 +111,7 @@ class RpingIT {
 
     /** -P: the Java server serves one C client after another, and runs on. */
     @ParameterizedTest
-    @ValueSource(strings = {"rxe", "siw"})
+    @ValueSource(strings = {"rxe"})
     void persistentJavaServerServesTwoClients(String provider) throws Exception {
         String ip = ip(provider);
         String port = port();

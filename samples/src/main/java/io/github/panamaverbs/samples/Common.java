@@ -1,8 +1,23 @@
 package io.github.panamaverbs.samples;
 
+import io.github.panamaverbs.cm.CmId;
+import io.github.panamaverbs.cm.EventChannel;
+import io.github.panamaverbs.cm.PortSpace;
+import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.Device;
+import io.github.panamaverbs.verbs.MemoryRegion;
 import io.github.panamaverbs.verbs.Mtu;
+import io.github.panamaverbs.verbs.ProtectionDomain;
+import io.github.panamaverbs.verbs.QpInitAttributes;
+import io.github.panamaverbs.verbs.QpType;
+import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.ReceiveRequest;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.WorkCompletions;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.stream.Collectors;
 
@@ -17,6 +32,34 @@ final class Common {
     }
 
     /** Opens device {@code name}, or the first one when it is null, with the C tools' messages. */
+    /**
+     * Runs the accept path once before listening, on the device that has {@code address} (nothing
+     * for 0.0.0.0, every device): a protection domain, completion queue, queue pair, memory region
+     * and work requests created and closed, so that the classes they need are loaded and
+     * initialized before a client waits. Under an emulated CPU a cold JVM took over 10 s from a
+     * connection request to its accept, and an iWARP peer gives up waiting for the MPA reply after 10 s.
+     */
+    static void warmUpAccept(InetAddress address) {
+        if (address.isAnyLocalAddress()) {
+            return;
+        }
+        try (EventChannel ch = EventChannel.create(); CmId id = ch.createId(PortSpace.TCP)) {
+            id.bind(new InetSocketAddress(address, 0));
+            Context ctx = id.context();
+            try (ProtectionDomain pd = ctx.allocateProtectionDomain();
+                 CompletionQueue cq = ctx.createCompletionQueue(4);
+                 QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(1).maxRecvWr(1));
+                 MemoryRegion mr = pd.allocateAndRegister(64)) {
+                new ReceiveRequest(1).sge(mr, 0, 16);
+                new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mr, 16, 16);
+                cq.poll(new WorkCompletions(1));
+                qp.capabilities();
+            }
+        } catch (RuntimeException e) {
+            // Only a warm-up: the real bind reports what is wrong.
+        }
+    }
+
     static Context openDevice(String name) {
         List<Device> devices = Device.list();
         if (devices.isEmpty()) {

@@ -198,6 +198,7 @@ final class RdmaExamples {
 
     private void runServer() {
         InetSocketAddress local = address();
+        Common.warmUpAccept(local.getAddress());
         Listener listener;
         try {
             listener = Listener.bind(local, 0);

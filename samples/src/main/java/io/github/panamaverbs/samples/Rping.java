@@ -275,6 +275,7 @@ final class Rping {
     // ---- server ----
 
     private int runServer() {
+        Common.warmUpAccept(address);
         Listener listener;
         try {
             listener = Listener.bind(new InetSocketAddress(address, port), 3);

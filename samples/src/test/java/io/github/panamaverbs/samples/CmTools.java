@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -94,13 +92,7 @@ final class CmTools {
         /** The Java tool: samples/run (from the repository's root), on {@code cpu} where the VM has it. */
         static Proc java(List<String> cpu, String tool, String... args) throws IOException {
             List<String> cmd = new ArrayList<>(cpu);
-            if (Files.isExecutable(Path.of("samples/run"))) {
-                cmd.add("samples/run");
-            } else {
-                cmd.addAll(List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
-                        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
-                        Main.class.getName()));
-            }
+            cmd.addAll(SamplesIT.javaCommand());
             cmd.add(tool);
             cmd.addAll(List.of(args));
             return new Proc("Java " + tool, cmd);
@@ -162,16 +154,8 @@ final class CmTools {
         fail("no rdma_cm ID listens on port " + port + " after " + limitSeconds + " s:\n" + last[0]);
     }
 
-    /** The JUnit JVM is pinned to CPU 0 (and C tools it starts with it); a Java side goes to CPU 1 where there is one. */
+    /** The JUnit JVM is pinned to CPU 0; a process started with this prefix runs on CPU 1 where there is one. */
     static List<String> otherCpu() {
-        try {
-            String online = Files.readString(Path.of("/sys/devices/system/cpu/online")).trim();
-            if (!online.equals("0") && Files.isExecutable(Path.of("/usr/bin/taskset"))) {
-                return List.of("taskset", "-c", "1");
-            }
-        } catch (IOException e) {
-            // one CPU it is
-        }
-        return List.of();
+        return SamplesIT.otherCpu();
     }
 }

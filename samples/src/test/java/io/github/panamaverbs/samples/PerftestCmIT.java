@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -42,13 +40,7 @@ class PerftestCmIT {
     /** The Java tool: samples/run (from the repository's root), else this JVM's java and class path. */
     private static SamplesIT.Child java(List<String> cpu, String tool, List<String> args) throws IOException {
         List<String> cmd = new ArrayList<>(cpu);
-        if (Files.isExecutable(Path.of("samples/run"))) {
-            cmd.add("samples/run");
-        } else {
-            cmd.addAll(List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
-                    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
-                    Main.class.getName()));
-        }
+        cmd.addAll(SamplesIT.javaCommand());
         cmd.add(tool);
         cmd.addAll(args);
         cmd.addAll(List.of("--timeout", "120"));

@@ -337,7 +337,7 @@ class SamplesIT {
      * started with this prefix runs on the second: two busy-polling sides on one CPU take turns
      * only at the scheduler's tick.
      */
-    private static List<String> otherCpu() {
+    static List<String> otherCpu() {
         try {
             String online = Files.readString(Path.of("/sys/devices/system/cpu/online")).trim();
             if (!online.equals("0") && Files.isExecutable(Path.of("/usr/bin/taskset"))) {
@@ -347,6 +347,19 @@ class SamplesIT {
             // one CPU it is
         }
         return List.of();
+    }
+
+    /**
+     * How to start the samples in a JVM of their own: samples/run (which starts faster, from its
+     * class data archive) from the repository's root, else this JVM's java and class path.
+     */
+    static List<String> javaCommand() {
+        if (Files.isExecutable(Path.of("samples/run"))) {
+            return List.of("samples/run");
+        }
+        return List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
+                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+                Main.class.getName());
     }
 
     /** A command run as a process (a C tool, or this JVM's java with the samples' class path) whose output is collected as it comes. */
@@ -375,13 +388,7 @@ class SamplesIT {
          */
         static Child java(String... args) throws IOException {
             List<String> cmd = new ArrayList<>(otherCpu());
-            if (Files.isExecutable(Path.of("samples/run"))) {
-                cmd.add("samples/run");
-            } else {
-                cmd.addAll(List.of(ProcessHandle.current().info().command().orElse("java"), "--enable-native-access=ALL-UNNAMED",
-                        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
-                        Main.class.getName()));
-            }
+            cmd.addAll(javaCommand());
             cmd.addAll(List.of(args));
             return new Child(cmd);
         }

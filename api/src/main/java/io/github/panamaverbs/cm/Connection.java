@@ -95,7 +95,8 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    private final EventChannel ownChannel;
+    /** Closes or releases the event channel after the ID (null: the caller's channel). */
+    private final Runnable releaseChannel;
     private final CmId id;
     private final ProtectionDomain pd;
     private final CompletionQueue cq;
@@ -105,8 +106,8 @@ public final class Connection implements AutoCloseable {
     private byte[] peerPrivateData = new byte[0];
     private volatile boolean connected;
 
-    private Connection(EventChannel ownChannel, CmId id, Config config) {
-        this.ownChannel = ownChannel;
+    private Connection(Runnable releaseChannel, CmId id, Config config) {
+        this.releaseChannel = releaseChannel;
         this.id = id;
         Context ctx = id.context();
         List<AutoCloseable> made = new ArrayList<>();
@@ -164,7 +165,7 @@ public final class Connection implements AutoCloseable {
             id = channel.createId(PortSpace.TCP);
             id.resolveAddress(source, server, timeout);
             id.resolveRoute(timeout);
-            c = new Connection(channel, id, config);
+            c = new Connection(channel::close, id, config);
             config.beforeConnect.accept(c);
             id.connect(config.parameters);
             CmEvent established = id.awaitEvent(CmEventType.ESTABLISHED, timeout);
@@ -192,12 +193,18 @@ public final class Connection implements AutoCloseable {
      * Accepts the connection that {@code request} (a CONNECT_REQUEST event, from a listening
      * {@link CmId} or {@link Listener}) asks for: creates its protection domain, completion queue and
      * queue pair, runs the hook, accepts and waits until it is established. The new connection shares
-     * the listener's event channel.
+     * the listening ID's event channel, which must stay open until the connection is closed (a
+     * {@link Listener} sees to that itself).
      *
      * @throws ConnectionException if it is not established within {@code timeout}; the request is then
      *                             rejected or the connection closed
      */
     public static Connection accept(CmEvent request, Config config, Duration timeout) {
+        return accept(request, config, timeout, null);
+    }
+
+    /** {@link #accept(CmEvent, Config, Duration)}; {@code releaseChannel} runs once the connection is closed. */
+    static Connection accept(CmEvent request, Config config, Duration timeout, Runnable releaseChannel) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(config, "config");
         if (request.type() != CmEventType.CONNECT_REQUEST) {
@@ -205,7 +212,7 @@ public final class Connection implements AutoCloseable {
         }
         Connection c = null;
         try {
-            c = new Connection(null, request.id(), config);
+            c = new Connection(releaseChannel, request.id(), config);
             c.peerPrivateData = request.privateData();
             config.beforeConnect.accept(c);
             request.id().accept(config.parameters);
@@ -294,8 +301,9 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Disconnects (if still connected) and closes the queue pair, completion queue, protection
-     * domain and ID (and the client's channel). Memory regions registered in the protection domain
-     * must be closed first.
+     * domain and ID (and the event channel when it is the connection's own, or when the
+     * {@link Listener} it came from was closed before it). Memory regions registered in the
+     * protection domain must be closed first, or handed to {@link #own}.
      */
     @Override
     public void close() {
@@ -314,9 +322,9 @@ public final class Connection implements AutoCloseable {
         }
         RuntimeException first = new IllegalStateException("closing " + this);
         closeAll(all, first);
-        if (ownChannel != null) {
+        if (releaseChannel != null && first.getSuppressed().length == 0) {
             try {
-                ownChannel.close();
+                releaseChannel.run();
             } catch (RuntimeException e) {
                 first.addSuppressed(e);
             }

@@ -8,8 +8,11 @@ import java.util.Objects;
 /**
  * What {@link CmId#connect(ConnectionParameters)} and {@link CmId#accept(ConnectionParameters)}
  * offer the peer: {@code struct rdma_conn_param}. The defaults are librdmacm's for a NULL
- * parameter: the device's maximum read/atomic depths (255 asks for it), 7 retries, 7 RNR retries
- * (7: retry forever), no private data.
+ * parameter (the device's maximum read/atomic depths: 255 asks for it; 7 RNR retries, which is
+ * "retry forever"; no private data) except the transport retry count: 6, not 7, because Soft-RoCE
+ * treats 7 as "retry forever", so a peer whose host died would never be reported. With 6 the
+ * sender's requests complete with {@code RETRY_EXC_ERR} after the retries (about half a second on
+ * Soft-RoCE), the same default as {@link io.github.panamaverbs.verbs.ConnectOptions}.
  */
 public final class ConnectionParameters {
     /** librdmacm's "the device's maximum" for the depths. */
@@ -18,11 +21,11 @@ public final class ConnectionParameters {
     byte[] privateData = new byte[0];
     int responderResources = DEVICE_MAX;
     int initiatorDepth = DEVICE_MAX;
-    int retryCount = 7;
+    int retryCount = 6;
     int rnrRetryCount = 7;
     boolean flowControl;
 
-    /** librdmacm's defaults. */
+    /** The defaults: librdmacm's, with 6 transport retries. */
     public ConnectionParameters() {
     }
 

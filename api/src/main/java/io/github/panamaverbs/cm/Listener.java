@@ -3,6 +3,8 @@ package io.github.panamaverbs.cm;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A listening connection ID on its own event channel: the server side of {@link Connection}.
@@ -11,6 +13,8 @@ import java.util.Objects;
 public final class Listener implements AutoCloseable {
     private final EventChannel channel;
     private final CmId id;
+    /** Who still uses the channel: the listener while it listens, and each connection accepted from it. */
+    private final AtomicInteger channelUsers = new AtomicInteger(1);
 
     private Listener(EventChannel channel, CmId id) {
         this.channel = channel;
@@ -50,7 +54,33 @@ public final class Listener implements AutoCloseable {
     public Connection accept(Connection.Config config, Duration timeout) {
         Objects.requireNonNull(config, "config");
         CmEvent request = id.awaitEvent(CmEventType.CONNECT_REQUEST, timeout);
-        return Connection.accept(request, config, timeout);
+        channelUsers.incrementAndGet();
+        Runnable release = new Runnable() {
+            private final AtomicBoolean done = new AtomicBoolean();
+
+            @Override
+            public void run() {
+                if (done.compareAndSet(false, true)) {
+                    releaseChannel();
+                }
+            }
+        };
+        try {
+            return Connection.accept(request, config, timeout, release);
+        } catch (RuntimeException | Error e) {
+            try {
+                release.run(); // (once: a failed accept has closed the connection, which may have run it)
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    private void releaseChannel() {
+        if (channelUsers.decrementAndGet() == 0) {
+            channel.close();
+        }
     }
 
     /** The listening ID, for the event API. */
@@ -65,12 +95,14 @@ public final class Listener implements AutoCloseable {
 
     /**
      * Stops listening: requests not yet accepted are rejected. Connections accepted from it stay
-     * open and must be closed before it (they share its channel).
+     * open and usable; they share its event channel, which closes with the last of them.
+     *
+     * @throws IllegalStateException if already closed
      */
     @Override
     public void close() {
         id.close();
-        channel.close();
+        releaseChannel();
     }
 
     @Override

@@ -377,6 +377,134 @@ class CmIT {
         return r;
     }
 
+    /**
+     * A listener closed while a connection it accepted is open stops listening (a new client is
+     * refused) and leaves that connection working; their shared channel closes with the connection.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aListenerClosedBeforeItsConnectionLeavesItWorking(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), port());
+        Listener listener = Listener.bind(address, 4);
+        MemoryRegion[] theirs = new MemoryRegion[1];
+        CompletableFuture<Connection> client = CompletableFuture.supplyAsync(() -> Connection.connect(address,
+                new Connection.Config().beforeConnect(c -> {
+                    theirs[0] = c.own(c.protectionDomain().allocateAndRegister(4096));
+                    c.queuePair().postReceive(new ReceiveRequest(1).id(7).sge(theirs[0], 0, 64));
+                }), TIMEOUT));
+        MemoryRegion[] mine = new MemoryRegion[1];
+        EventChannel[] shared = new EventChannel[1];
+        try (Connection server = listener.accept(new Connection.Config().beforeConnect(
+                c -> mine[0] = c.own(c.protectionDomain().allocateAndRegister(4096))), TIMEOUT);
+             Connection c = client.get(60, TimeUnit.SECONDS)) {
+            shared[0] = server.id().channel();
+            listener.close();
+            assertTrue(!shared[0].isClosed(), "the accepted connection still uses the channel");
+            assertThrows(IllegalStateException.class, listener::close, "double close");
+            ConnectionException refused = assertThrows(ConnectionException.class,
+                    () -> Connection.connect(address, new Connection.Config(), TIMEOUT), "nobody listens any more");
+            assertTrue(refused.isRejected(), refused.getMessage());
+
+            byte[] text = "still connected".getBytes(StandardCharsets.US_ASCII);
+            mine[0].segment().asSlice(0, text.length).copyFrom(MemorySegment.ofArray(text));
+            server.queuePair().postSend(new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mine[0], 0, text.length));
+            assertEquals(WcStatus.SUCCESS, one(server.completionQueue()).status(0));
+            WorkCompletions r = one(c.completionQueue());
+            assertEquals(WcStatus.SUCCESS, r.status(0));
+            assertArrayEquals(text, theirs[0].segment().asSlice(0, text.length).toArray(ValueLayout.JAVA_BYTE));
+        }
+        assertTrue(shared[0].isClosed(), "the channel closes with the last connection of a closed listener");
+    }
+
+    /**
+     * A peer process killed (SIGKILL) while this side RDMA-writes to it: the writes complete in error
+     * within the retry timeout, DISCONNECTED arrives (the kernel tears the dead process's connection
+     * down), nothing hangs and this JVM lives.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aPeerKilledMidTransferIsReported(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), port());
+        String javaCommand = ProcessHandle.current().info().command().orElse("java");
+        Process peer = null;
+        try (Listener listener = Listener.bind(address, 4)) {
+            peer = new ProcessBuilder(javaCommand, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-cp", System.getProperty("java.class.path"), KilledPeer.class.getName(),
+                    address.getAddress().getHostAddress(), Integer.toString(address.getPort()))
+                    .redirectErrorStream(true).start();
+            var out = new java.io.BufferedReader(new java.io.InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8));
+            MemoryRegion[] mr = new MemoryRegion[1];
+            try (Connection c = listener.accept(new Connection.Config().maxSendWr(64).beforeConnect(
+                    x -> mr[0] = x.own(x.protectionDomain().allocateAndRegister(65536))), Duration.ofSeconds(90))) {
+                String line = out.readLine();
+                assertTrue(line != null && line.startsWith("CONNECTED"), "the peer says: " + line);
+                java.nio.ByteBuffer advert = java.nio.ByteBuffer.wrap(c.peerPrivateData());
+                long remote = advert.getLong();
+                int rkey = advert.getInt();
+                WorkCompletions wc = new WorkCompletions(16);
+                int outstanding = 0;
+                long ok = 0;
+                long killedAt = 0;
+                long toError = -1;
+                long toDisconnect = -1;
+                boolean iwarp = provider.equals("siw");
+                WcStatus failure = null;
+                long deadline = System.nanoTime() + 60_000_000_000L;
+                // As an application does: poll the completion queue, and look at the connection's events.
+                while (failure == null || toDisconnect < 0 || outstanding > 0) {
+                    assertTrue(System.nanoTime() < deadline, "after " + ok + " writes, killed " + (killedAt != 0)
+                            + ": first error " + failure + ", disconnected " + (toDisconnect >= 0) + ", outstanding " + outstanding);
+                    while (failure == null && outstanding < 32) {
+                        c.queuePair().postSend(new SendRequest(1).opcode(SendOpcode.RDMA_WRITE).signaled(true)
+                                .sge(mr[0], 0, 1 + (int) (ok % 4096)).rdma(remote, rkey));
+                        outstanding++;
+                    }
+                    int n = c.completionQueue().poll(wc);
+                    for (int i = 0; i < n; i++) {
+                        outstanding--;
+                        if (wc.status(i) == WcStatus.SUCCESS) {
+                            assertEquals(null, failure, "nothing succeeds after the first error");
+                            ok++;
+                        } else if (failure == null) {
+                            failure = wc.status(i);
+                            toError = System.nanoTime() - killedAt;
+                        }
+                    }
+                    if (toDisconnect < 0 && (ok >= 200 || killedAt != 0)) {
+                        var event = c.id().nextEvent(Duration.ZERO);
+                        if (event.isPresent()) {
+                            assertEquals(CmEventType.DISCONNECTED, event.get().type());
+                            toDisconnect = System.nanoTime() - killedAt;
+                        }
+                    }
+                    if (iwarp && toDisconnect >= 0 && System.nanoTime() - killedAt - toDisconnect > 3_000_000_000L) {
+                        break; // (see below)
+                    }
+                    if (killedAt == 0 && ok >= 200) {
+                        peer.destroyForcibly();
+                        killedAt = System.nanoTime();
+                    }
+                }
+                assertTrue(killedAt != 0, "failed before the kill: " + failure);
+                System.out.printf("peer killed after %d writes on %s: first error %s after %.0f ms, DISCONNECTED after %.0f ms,"
+                        + " %d requests outstanding%n", ok, provider, failure, toError / 1e6, toDisconnect / 1e6, outstanding);
+                if (iwarp) {
+                    // siw (Linux 6.1) completes an RDMA write once TCP took it; the requests it held when
+                    // the peer's connection dropped are neither completed nor flushed: DISCONNECTED is
+                    // the signal, and the queue pair is in ERR (closing it releases them).
+                    assertTrue(toDisconnect >= 0, "DISCONNECTED");
+                } else {
+                    assertTrue(toError >= 0 && outstanding == 0, "every outstanding write completes in error");
+                }
+                assertEquals(QpState.ERR, c.queuePair().state());
+            }
+        } finally {
+            if (peer != null) {
+                peer.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
     /** A listener closed while a connection request waits in its channel rejects it: the client is told at once. */
     @ParameterizedTest
     @ValueSource(strings = {"rxe", "siw"})

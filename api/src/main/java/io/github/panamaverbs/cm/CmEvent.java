@@ -13,7 +13,8 @@ import io.github.panamaverbs.verbs.AddressVector;
  *                           28: the peer's application rejected); on iWARP -111 (ECONNREFUSED)
  * @param id                 the ID it concerns; for CONNECT_REQUEST the new ID of the incoming connection
  * @param listener           for CONNECT_REQUEST, the listening ID; else null
- * @param privateData        the peer's private data (a copy; empty if none). On InfiniBand/RoCE its
+ * @param privateData        the peer's private data, copied out of the C event (empty if none; the
+ *                           accessor returns a fresh copy each time). On InfiniBand/RoCE its
  *                           length is the protocol's fixed field (56 bytes in a request, 196 in an
  *                           accept, 148 in a reject), zero-padded: carry your own length inside
  * @param responderResources the peer's offered RDMA read/atomic depth, from our point of view
@@ -28,7 +29,13 @@ public record CmEvent(CmEventType type, int status, CmId id, CmId listener, byte
                       int responderResources, int initiatorDepth, int remoteQpNumber, int qkey,
                       AddressVector addressVector) {
 
-    /** The status in words: the errno's name, or the reject reason. */
+    /** {@return a copy of the peer's private data (empty if none)} */
+    @Override
+    public byte[] privateData() {
+        return privateData.clone();
+    }
+
+    /** {@return the status in words: the errno's name and text, or the reject reason; {@code "0"} for none} */
     public String statusText() {
         if (status == 0) {
             return "0";

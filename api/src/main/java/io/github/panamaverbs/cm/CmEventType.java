@@ -49,17 +49,23 @@ public enum CmEventType {
         this.value = value;
     }
 
-    /** The C value. */
+    /** {@return the C value of this constant, in {@code enum rdma_cm_event_type}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum rdma_cm_event_type}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static CmEventType of(int value) {
         return C.of(value);
     }
 
-    /** The name librdmacm's {@code rdma_event_str} gives it: {@code RDMA_CM_EVENT_ESTABLISHED}. */
+    /** {@return the name librdmacm's {@code rdma_event_str} gives it: {@code RDMA_CM_EVENT_ESTABLISHED}} */
     public String cName() {
         return "RDMA_CM_EVENT_" + name();
     }

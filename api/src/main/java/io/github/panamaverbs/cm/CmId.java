@@ -118,12 +118,12 @@ public final class CmId implements AutoCloseable {
         return VerbsBridge.get().pointer(handle);
     }
 
-    /** The port space it was created in. */
+    /** {@return the port space it was created in} */
     public PortSpace portSpace() {
         return space;
     }
 
-    /** The channel its events arrive on. */
+    /** {@return the channel its events arrive on} */
     public EventChannel channel() {
         return channel;
     }
@@ -133,7 +133,15 @@ public final class CmId implements AutoCloseable {
      * {@code source}'s device when given), and waits for the outcome.
      *
      * @param source      the local address to use, or null for any
-     * @throws ConnectionException with the ADDR_ERROR event, or when nothing came within {@code timeout}
+     * @param destination the peer's address and port
+     * @param timeout     how long librdmacm may take, and how long to wait for its event; positive
+     * @throws NullPointerException                       if {@code destination} or {@code timeout} is null
+     * @throws IllegalArgumentException                   if {@code timeout} is not positive, or an address
+     *                                                    is unresolved
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_resolve_addr} fails at once
+     * @throws ConnectionException                        with the ADDR_ERROR event, or when nothing came
+     *                                                    within {@code timeout}
      */
     public void resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
         Objects.requireNonNull(destination, "destination");
@@ -149,7 +157,13 @@ public final class CmId implements AutoCloseable {
     /**
      * {@code rdma_resolve_route}, after {@link #resolveAddress}: finds the path to the peer, and waits.
      *
-     * @throws ConnectionException with the ROUTE_ERROR event, or when nothing came within {@code timeout}
+     * @param timeout how long librdmacm may take, and how long to wait for its event; positive
+     * @throws NullPointerException                       if {@code timeout} is null
+     * @throws IllegalArgumentException                   if {@code timeout} is not positive
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_resolve_route} fails at once
+     * @throws ConnectionException                        with the ROUTE_ERROR event, or when nothing came
+     *                                                    within {@code timeout}
      */
     public void resolveRoute(Duration timeout) {
         int millis = millis(timeout);
@@ -158,7 +172,19 @@ public final class CmId implements AutoCloseable {
         awaitEvent(CmEventType.ROUTE_RESOLVED, timeout);
     }
 
-    /** {@link #resolveAddress} (from any local address) then {@link #resolveRoute}, each within {@code timeout}. */
+    /**
+     * {@link #resolveAddress} (from any local address) then {@link #resolveRoute}, each within {@code timeout}.
+     *
+     * @param destination the peer's address and port
+     * @param timeout     the timeout of each step; positive
+     * @throws NullPointerException                       if an argument is null
+     * @throws IllegalArgumentException                   if {@code timeout} is not positive, or
+     *                                                    {@code destination} is unresolved
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if a call fails at once
+     * @throws ConnectionException                        with the ADDR_ERROR or ROUTE_ERROR event, or when
+     *                                                    nothing came in time
+     */
     public void resolve(InetSocketAddress destination, Duration timeout) {
         resolveAddress(null, destination, timeout);
         resolveRoute(timeout);
@@ -167,6 +193,13 @@ public final class CmId implements AutoCloseable {
     /**
      * {@code rdma_bind_addr}: binds to a local address and port (port 0: any; address 0.0.0.0: every
      * RDMA device), before {@link #listen(int)}.
+     *
+     * @param local the local address and port
+     * @throws NullPointerException                       if {@code local} is null
+     * @throws IllegalArgumentException                   if {@code local} is unresolved
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException EADDRINUSE if the port is taken, EADDRNOTAVAIL or
+     *                                                    ENODEV if no RDMA device has that address
      */
     public void bind(InetSocketAddress local) {
         Objects.requireNonNull(local, "local");
@@ -176,7 +209,14 @@ public final class CmId implements AutoCloseable {
                 c -> (int) BIND.invokeExact(c.errno(), id, sockaddr(c.arena(), local)));
     }
 
-    /** {@code rdma_listen}: waits for connections; each arrives as a {@link CmEventType#CONNECT_REQUEST} event. */
+    /**
+     * {@code rdma_listen}: waits for connections; each arrives as a {@link CmEventType#CONNECT_REQUEST}
+     * event, read with {@link #nextEvent} or {@link #awaitEvent} on this ID.
+     *
+     * @param backlog the most connection requests waiting to be accepted
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_listen} fails
+     */
     public void listen(int backlog) {
         MemorySegment id = id();
         Native.check("rdma_listen", Native.NO_HINT, c -> (int) LISTEN.invokeExact(c.errno(), id, backlog));
@@ -187,7 +227,8 @@ public final class CmId implements AutoCloseable {
      * create the protection domain and completion queues of its queue pair from it. librdmacm
      * opened it and keeps it open; closing the returned context frees nothing.
      *
-     * @throws IllegalStateException if the ID is not bound to a device yet
+     * @return the device context, one Java object per device
+     * @throws IllegalStateException if the ID is not bound to a device yet, or is closed
      */
     public Context context() {
         MemorySegment verbs = rdma_cm_id.verbs(id());
@@ -197,7 +238,12 @@ public final class CmId implements AutoCloseable {
         return VerbsBridge.get().borrowedContext(verbs);
     }
 
-    /** {@code port_num}: the port of {@link #context()} this ID is bound to. */
+    /**
+     * {@code port_num}: the port of {@link #context()} this ID is bound to.
+     *
+     * @return the port number, from 1; 0 before the ID is bound to a device
+     * @throws IllegalStateException if the ID is closed
+     */
     public int port() {
         return Byte.toUnsignedInt(rdma_cm_id.port_num(id()));
     }
@@ -207,7 +253,19 @@ public final class CmId implements AutoCloseable {
      * with the completion queues and sizes of {@code init}. librdmacm moves it to INIT (RTS for
      * {@link PortSpace#UDP}), and to RTR and RTS when the connection is established.
      *
-     * @throws IllegalStateException if the ID already has a queue pair
+     * @param pd   a protection domain of {@link #context()}
+     * @param init the queue pair's type ({@link io.github.panamaverbs.verbs.QpType#RC} for
+     *             {@link PortSpace#TCP}, {@link io.github.panamaverbs.verbs.QpType#UD} for
+     *             {@link PortSpace#UDP}), completion queues and capacities
+     * @return the queue pair; close it before this ID
+     * @throws NullPointerException                       if an argument is null
+     * @throws IllegalArgumentException                   if the type does not match the port space, or
+     *                                                    {@code pd} belongs to another context
+     * @throws IllegalStateException                      if the ID already has a queue pair, is not bound
+     *                                                    to a device yet, or is closed, or if {@code pd} or
+     *                                                    a completion queue is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_create_qp} fails; ENOMEM usually
+     *                                                    means the memlock limit
      */
     public QueuePair createQueuePair(ProtectionDomain pd, QpInitAttributes init) {
         Objects.requireNonNull(pd, "pd");
@@ -252,7 +310,7 @@ public final class CmId implements AutoCloseable {
         qp = null;
     }
 
-    /** The queue pair made by {@link #createQueuePair}. */
+    /** {@return the queue pair made by {@link #createQueuePair}; empty before, and once it is closed} */
     public Optional<QueuePair> queuePair() {
         return Optional.ofNullable(qp);
     }
@@ -266,6 +324,14 @@ public final class CmId implements AutoCloseable {
      * ({@link #awaitEvent}: ESTABLISHED, or REJECTED / UNREACHABLE / CONNECT_ERROR). For
      * {@link PortSpace#UDP} it asks for the peer's queue pair number and Q_Key: the ESTABLISHED event
      * carries them with the address vector to create an address handle from.
+     *
+     * @param parameters what is offered to the peer, private data included
+     * @throws NullPointerException                       if {@code parameters} is null
+     * @throws IllegalArgumentException                   if the private data is longer than the transport allows
+     * @throws IllegalStateException                      if the ID has no queue pair yet, or is closed
+     * @throws ConnectionException                        on iWARP, if the peer refuses at once
+     *                                                    ({@link ConnectionException#isRejected()})
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_connect} fails
      */
     public void connect(ConnectionParameters parameters) {
         Objects.requireNonNull(parameters, "parameters");
@@ -286,6 +352,12 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_accept}: accepts the incoming connection of this ID (from a CONNECT_REQUEST);
      * ESTABLISHED follows ({@link PortSpace#TCP}). For {@link PortSpace#UDP} it answers the peer's
      * resolution with this ID's queue pair number and Q_Key, and nothing follows.
+     *
+     * @param parameters what is offered to the peer, private data included
+     * @throws NullPointerException                       if {@code parameters} is null
+     * @throws IllegalArgumentException                   if the private data is longer than the transport allows
+     * @throws IllegalStateException                      if the ID has no queue pair yet, or is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_accept} fails
      */
     public void accept(ConnectionParameters parameters) {
         Objects.requireNonNull(parameters, "parameters");
@@ -295,7 +367,16 @@ public final class CmId implements AutoCloseable {
         Native.check("rdma_accept", Native.NO_HINT, c -> (int) ACCEPT.invokeExact(c.errno(), id, parameters.toC(c.arena())));
     }
 
-    /** {@code rdma_reject}: refuses the incoming connection of this ID, with {@code privateData} for the peer. */
+    /**
+     * {@code rdma_reject}: refuses the incoming connection of this ID, with {@code privateData} for
+     * the peer. The ID stays open: close it afterwards.
+     *
+     * @param privateData the bytes the peer gets with the REJECTED event; may be empty
+     * @throws NullPointerException                       if {@code privateData} is null
+     * @throws IllegalArgumentException                   if it is longer than the transport allows
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_reject} fails
+     */
     public void reject(byte[] privateData) {
         Objects.requireNonNull(privateData, "privateData");
         checkPrivateData(privateData.length, "reject", 148, 136, 255);
@@ -313,6 +394,7 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_disconnect}: ends the connection; both sides get DISCONNECTED, and the queue pair's
      * outstanding work requests are flushed.
      *
+     * @throws IllegalStateException                      if the ID is closed
      * @throws io.github.panamaverbs.verbs.VerbsException EINVAL if it was never connected
      */
     public void disconnect() {
@@ -333,8 +415,14 @@ public final class CmId implements AutoCloseable {
      * number {@link CmEvent#remoteQpNumber()} (0xFFFFFF) and Q_Key {@link CmEvent#qkey()} reach every
      * member.
      *
+     * @param group   the multicast group's address
+     * @param timeout how long to wait for the outcome
      * @return the MULTICAST_JOIN event
-     * @throws ConnectionException with the MULTICAST_ERROR event, or on timeout
+     * @throws NullPointerException                       if an argument is null
+     * @throws IllegalStateException                      if the ID is not of {@link PortSpace#UDP}, or is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_join_multicast} fails (ENODEV: the ID
+     *                                                    is not bound to a device's address)
+     * @throws ConnectionException                        with the MULTICAST_ERROR event, or on timeout
      */
     public CmEvent joinMulticast(InetAddress group, Duration timeout) {
         Objects.requireNonNull(group, "group");
@@ -349,7 +437,15 @@ public final class CmId implements AutoCloseable {
         return awaitEvent(CmEventType.MULTICAST_JOIN, timeout);
     }
 
-    /** {@code rdma_leave_multicast}: leaves {@code group}; librdmacm detaches the queue pair. */
+    /**
+     * {@code rdma_leave_multicast}: leaves {@code group}; librdmacm detaches the queue pair.
+     *
+     * @param group the multicast group's address
+     * @throws NullPointerException                       if {@code group} is null
+     * @throws IllegalStateException                      if the ID is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_leave_multicast} fails
+     *                                                    (EADDRNOTAVAIL: not a member)
+     */
     public void leaveMulticast(InetAddress group) {
         Objects.requireNonNull(group, "group");
         MemorySegment id = id();
@@ -360,7 +456,14 @@ public final class CmId implements AutoCloseable {
 
     /**
      * The next event of this ID (for a listener: the next connection request), waiting at most
-     * {@code timeout}; acknowledged already.
+     * {@code timeout}; acknowledged already. Events of other IDs of the channel read meanwhile are
+     * kept for them.
+     *
+     * @param timeout the longest to wait; zero or negative to look once without waiting
+     * @return the event, or empty if none came in time
+     * @throws NullPointerException                       if {@code timeout} is null
+     * @throws IllegalStateException                      if the channel is closed, also while waiting
+     * @throws io.github.panamaverbs.verbs.VerbsException if reading an event fails
      */
     public Optional<CmEvent> nextEvent(Duration timeout) {
         return channel.next(this, Native.deadline(Objects.requireNonNull(timeout, "timeout")));
@@ -369,8 +472,14 @@ public final class CmId implements AutoCloseable {
     /**
      * Waits for an event of this ID of type {@code expected} and returns it.
      *
-     * @throws ConnectionException naming the event that came instead (REJECTED, UNREACHABLE, ...) or
-     *                             the timeout
+     * @param expected the event type awaited
+     * @param timeout  the longest to wait
+     * @return the event
+     * @throws NullPointerException                       if an argument is null
+     * @throws ConnectionException                        naming the event that came instead (REJECTED,
+     *                                                    UNREACHABLE, ...) or the timeout
+     * @throws IllegalStateException                      if the channel is closed, also while waiting
+     * @throws io.github.panamaverbs.verbs.VerbsException if reading an event fails
      */
     public CmEvent awaitEvent(CmEventType expected, Duration timeout) {
         Objects.requireNonNull(expected, "expected");
@@ -386,12 +495,22 @@ public final class CmId implements AutoCloseable {
         return event;
     }
 
-    /** The local address (after bind, resolve or connection). */
+    /**
+     * The local address (after bind, resolve or connection).
+     *
+     * @return the address and port, or null when the ID has no IP address yet
+     * @throws IllegalStateException if the ID is closed
+     */
     public InetSocketAddress localAddress() {
         return readSockaddr(id().reinterpret(rdma_cm_id.sizeof()).asSlice(SRC_ADDR, SOCKADDR));
     }
 
-    /** The peer's address (after resolve, or for an incoming connection). */
+    /**
+     * The peer's address (after resolve, or for an incoming connection).
+     *
+     * @return the address and port, or null when the ID has no IP peer yet
+     * @throws IllegalStateException if the ID is closed
+     */
     public InetSocketAddress remoteAddress() {
         return readSockaddr(id().reinterpret(rdma_cm_id.sizeof()).asSlice(DST_ADDR, SOCKADDR));
     }
@@ -400,7 +519,8 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_destroy_id}. Connect requests read for this listener and not taken are rejected
      * and their IDs closed.
      *
-     * @throws IllegalStateException if its queue pair is still open, or it is closed already
+     * @throws IllegalStateException                      if its queue pair is still open, or it is closed already
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_destroy_id} fails; the ID stays open
      */
     @Override
     public void close() {
@@ -416,7 +536,7 @@ public final class CmId implements AutoCloseable {
         handle.close();
     }
 
-    /** Whether it has been closed. */
+    /** {@return whether it has been closed} */
     public boolean isClosed() {
         return handle.isClosed();
     }

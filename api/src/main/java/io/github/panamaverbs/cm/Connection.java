@@ -33,10 +33,18 @@ import java.util.function.Consumer;
  * {@link Config#beforeConnect(Consumer)}, which runs when the queue pair exists and before the
  * connection is requested or accepted; memory registered there is best handed to the connection
  * with {@link #own}, so that it is closed with it (first), also when connecting fails.
+ *
+ * <p>The queue pair, completion queue and protection domain are ordinary verbs objects: post, poll
+ * and register as with any others, from any thread, and close the memory regions that the
+ * connection does not own before it.
  */
 public final class Connection implements AutoCloseable {
 
-    /** The queue pair's sizes, the connection parameters and the hook that runs before connecting. */
+    /**
+     * The queue pair's sizes, the connection parameters and the hook that runs before connecting.
+     * The sizes are checked when the queue pair is created: a negative one makes {@code connect} or
+     * {@code accept} throw {@link IllegalArgumentException}. Mutable and not thread-safe.
+     */
     public static final class Config {
         int maxSendWr = 16;
         int maxRecvWr = 16;
@@ -51,44 +59,83 @@ public final class Connection implements AutoCloseable {
         public Config() {
         }
 
-        /** {@code cap.max_send_wr}. */
+        /**
+         * {@code cap.max_send_wr}: the depth of the send queue.
+         *
+         * @param n the number of work requests
+         * @return this config
+         */
         public Config maxSendWr(int n) {
             this.maxSendWr = n;
             return this;
         }
 
-        /** {@code cap.max_recv_wr}. */
+        /**
+         * {@code cap.max_recv_wr}: the depth of the receive queue.
+         *
+         * @param n the number of work requests
+         * @return this config
+         */
         public Config maxRecvWr(int n) {
             this.maxRecvWr = n;
             return this;
         }
 
-        /** {@code cap.max_send_sge} and {@code cap.max_recv_sge}. */
+        /**
+         * {@code cap.max_send_sge} and {@code cap.max_recv_sge}.
+         *
+         * @param send the most scatter/gather entries per send
+         * @param recv the most scatter/gather entries per receive
+         * @return this config
+         */
         public Config maxSge(int send, int recv) {
             this.maxSendSge = send;
             this.maxRecvSge = recv;
             return this;
         }
 
-        /** {@code cap.max_inline_data}. */
+        /**
+         * {@code cap.max_inline_data}.
+         *
+         * @param n the most bytes a send may carry inline
+         * @return this config
+         */
         public Config maxInlineData(int n) {
             this.maxInlineData = n;
             return this;
         }
 
-        /** Entries of the completion queue (default: sends plus receives). */
+        /**
+         * Entries of the completion queue.
+         *
+         * @param n the minimum number of completions it holds; 0 or less for the default, sends plus receives
+         * @return this config
+         */
         public Config completionQueueEntries(int n) {
             this.cqEntries = n;
             return this;
         }
 
-        /** What is offered to the peer, private data included. */
+        /**
+         * What is offered to the peer, private data included.
+         *
+         * @param p the connection parameters
+         * @return this config
+         * @throws NullPointerException if {@code p} is null
+         */
         public Config parameters(ConnectionParameters p) {
             this.parameters = Objects.requireNonNull(p, "parameters");
             return this;
         }
 
-        /** Runs once the queue pair exists, before connecting or accepting: post the first receives here. */
+        /**
+         * Runs once the queue pair exists, before connecting or accepting: post the first receives
+         * here. What it throws ends the attempt (the connection is closed) and reaches the caller.
+         *
+         * @param hook given the connection, not yet connected
+         * @return this config
+         * @throws NullPointerException if {@code hook} is null
+         */
         public Config beforeConnect(Consumer<Connection> hook) {
             this.beforeConnect = Objects.requireNonNull(hook, "hook");
             return this;
@@ -142,10 +189,21 @@ public final class Connection implements AutoCloseable {
     /**
      * Connects to {@code server}: resolves its address and route, creates the queue pair, runs the
      * {@link Config#beforeConnect} hook, connects and waits until the connection is established,
-     * all within {@code timeout}.
+     * each of the three waits (address, route, established) within {@code timeout}. Nothing is left
+     * open when it throws.
      *
-     * @throws ConnectionException if the peer rejects (nobody listening, or its application said no),
-     *                             cannot be reached or resolved, or nothing happens in time; nothing is left open
+     * @param server  the server's address and port
+     * @param config  the queue pair's sizes, the parameters offered and the hook
+     * @param timeout the longest each step may take; positive
+     * @return the established connection; close it
+     * @throws NullPointerException                       if an argument is null
+     * @throws IllegalArgumentException                   if {@code timeout} is not positive, {@code server}
+     *                                                    is unresolved, or a size in {@code config} is negative
+     * @throws ConnectionException                        if the peer rejects (nobody listening, or its
+     *                                                    application said no), cannot be reached or
+     *                                                    resolved, or nothing happens in time
+     * @throws io.github.panamaverbs.verbs.VerbsException if a call fails at once, e.g. ENODEV when the host
+     *                                                    has no RDMA device
      */
     public static Connection connect(InetSocketAddress server, Config config, Duration timeout) {
         return connect(null, server, config, timeout);
@@ -154,6 +212,19 @@ public final class Connection implements AutoCloseable {
     /**
      * {@link #connect(InetSocketAddress, Config, Duration)} from the local address {@code source}
      * (which selects the device; null for any).
+     *
+     * @param source  the local address, or null for any
+     * @param server  the server's address and port
+     * @param config  the queue pair's sizes, the parameters offered and the hook
+     * @param timeout the longest each step may take; positive
+     * @return the established connection; close it
+     * @throws NullPointerException                       if {@code server}, {@code config} or
+     *                                                    {@code timeout} is null
+     * @throws IllegalArgumentException                   if {@code timeout} is not positive, an address is
+     *                                                    unresolved, or a size in {@code config} is negative
+     * @throws ConnectionException                        if the peer rejects, cannot be reached or resolved,
+     *                                                    or nothing happens in time
+     * @throws io.github.panamaverbs.verbs.VerbsException if a call fails at once
      */
     public static Connection connect(InetSocketAddress source, InetSocketAddress server, Config config, Duration timeout) {
         Objects.requireNonNull(server, "server");
@@ -196,8 +267,17 @@ public final class Connection implements AutoCloseable {
      * the listening ID's event channel, which must stay open until the connection is closed (a
      * {@link Listener} sees to that itself).
      *
-     * @throws ConnectionException if it is not established within {@code timeout}; the request is then
-     *                             rejected or the connection closed
+     * @param request the CONNECT_REQUEST event
+     * @param config  the queue pair's sizes, the parameters offered and the hook
+     * @param timeout the longest to wait until the connection is established
+     * @return the established connection
+     * @throws NullPointerException                       if an argument is null
+     * @throws IllegalArgumentException                   if {@code request} is not a CONNECT_REQUEST, or a
+     *                                                    size in {@code config} is negative
+     * @throws ConnectionException                        if it is not established within {@code timeout};
+     *                                                    the request is then rejected or the connection closed
+     * @throws IllegalStateException                      if the request's ID is closed or already has a queue pair
+     * @throws io.github.panamaverbs.verbs.VerbsException if a verb fails while the connection is set up
      */
     public static Connection accept(CmEvent request, Config config, Duration timeout) {
         return accept(request, config, timeout, null);
@@ -246,43 +326,55 @@ public final class Connection implements AutoCloseable {
      * Hands {@code resource} (typically a memory region registered in {@link #protectionDomain()}
      * from the {@link Config#beforeConnect} hook) to this connection: it is closed with the
      * connection, before the queue pair and the protection domain, also when connecting fails.
+     * Resources handed over later are closed first.
      *
+     * @param <T>      the resource's type
+     * @param resource what to close with the connection
      * @return {@code resource}
+     * @throws NullPointerException if {@code resource} is null
      */
     public synchronized <T extends AutoCloseable> T own(T resource) {
         owned.add(Objects.requireNonNull(resource, "resource"));
         return resource;
     }
 
-    /** The connected RC queue pair. */
+    /** {@return the connected RC queue pair} */
     public QueuePair queuePair() {
         return qp;
     }
 
-    /** The protection domain of the queue pair: register the connection's buffers in it. */
+    /** {@return the protection domain of the queue pair: register the connection's buffers in it} */
     public ProtectionDomain protectionDomain() {
         return pd;
     }
 
-    /** The completion queue of both the sends and the receives. */
+    /** {@return the completion queue of both the sends and the receives} */
     public CompletionQueue completionQueue() {
         return cq;
     }
 
-    /** The connection ID. */
+    /** {@return the connection ID} */
     public CmId id() {
         return id;
     }
 
-    /** What the peer sent with its request (server side) or its accept (client side); see {@link CmEvent#privateData()}. */
+    /**
+     * {@return what the peer sent with its request (server side) or its accept (client side), a copy}
+     * See {@link CmEvent#privateData()}.
+     */
     public byte[] peerPrivateData() {
         return peerPrivateData.clone();
     }
 
     /**
-     * Waits until the peer disconnects (or is gone), at most {@code timeout}.
+     * Waits until the peer disconnects (or is gone), at most {@code timeout}. Other events of the
+     * connection's ID that arrive meanwhile are dropped.
      *
+     * @param timeout the longest to wait
      * @return true if DISCONNECTED arrived
+     * @throws NullPointerException                       if {@code timeout} is null
+     * @throws IllegalStateException                      if the event channel is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if reading an event fails
      */
     public boolean awaitDisconnect(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -304,6 +396,10 @@ public final class Connection implements AutoCloseable {
      * domain and ID (and the event channel when it is the connection's own, or when the
      * {@link Listener} it came from was closed before it). Memory regions registered in the
      * protection domain must be closed first, or handed to {@link #own}.
+     *
+     * @throws IllegalStateException if something could not be closed (it carries each failure as a
+     *                               suppressed exception), e.g. a memory region of the protection domain
+     *                               is still open, or the connection is closed already
      */
     @Override
     public void close() {

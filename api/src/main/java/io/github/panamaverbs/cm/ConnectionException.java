@@ -8,6 +8,7 @@ public final class ConnectionException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     private final transient CmEvent event;
+    /** Whether the peer refused the connection. */
     private final boolean refused;
 
     ConnectionException(String message, CmEvent event) {
@@ -20,7 +21,7 @@ public final class ConnectionException extends RuntimeException {
         this.refused = refused;
     }
 
-    /** The event that ended the attempt, or null when nothing came in time. */
+    /** {@return the event that ended the attempt, or null when nothing came in time (or on iWARP's immediate refusal)} */
     public CmEvent event() {
         return event;
     }
@@ -28,6 +29,8 @@ public final class ConnectionException extends RuntimeException {
     /**
      * Whether the peer refused: a REJECTED event (nobody listening, or the application said no), or
      * on iWARP a connect that failed at once with ECONNREFUSED.
+     *
+     * @return true if the peer refused the connection
      */
     public boolean isRejected() {
         return refused;

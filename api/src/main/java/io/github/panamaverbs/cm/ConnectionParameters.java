@@ -13,6 +13,8 @@ import java.util.Objects;
  * treats 7 as "retry forever", so a peer whose host died would never be reported. With 6 the
  * sender's requests complete with {@code RETRY_EXC_ERR} after the retries (about half a second on
  * Soft-RoCE), the same default as {@link io.github.panamaverbs.verbs.ConnectOptions}.
+ * Mutable and not thread-safe; the values are read when the parameters are passed to
+ * {@code connect} or {@code accept}.
  */
 public final class ConnectionParameters {
     /** librdmacm's "the device's maximum" for the depths. */
@@ -36,43 +38,80 @@ public final class ConnectionParameters {
         return value;
     }
 
-    /** Bytes the peer receives with the request or reply; the limits depend on the transport (see {@link CmId}). */
+    /**
+     * Bytes the peer receives with the request or reply; the limits depend on the transport (see
+     * {@link CmId}) and are checked by {@code connect} and {@code accept}.
+     *
+     * @param data the private data (copied)
+     * @return these parameters
+     * @throws NullPointerException if {@code data} is null
+     */
     public ConnectionParameters privateData(byte[] data) {
         this.privateData = Objects.requireNonNull(data, "data").clone();
         return this;
     }
 
-    /** {@code responder_resources}: RDMA reads/atomics the peer may have outstanding on us ({@link #DEVICE_MAX}: the device's maximum). */
+    /**
+     * {@code responder_resources}: RDMA reads/atomics the peer may have outstanding on us.
+     *
+     * @param n the depth, 0 to 255 ({@link #DEVICE_MAX}: the device's maximum)
+     * @return these parameters
+     * @throws IllegalArgumentException if {@code n} is out of range
+     */
     public ConnectionParameters responderResources(int n) {
         this.responderResources = range("responderResources", n, 255);
         return this;
     }
 
-    /** {@code initiator_depth}: RDMA reads/atomics we may have outstanding on the peer ({@link #DEVICE_MAX}: the device's maximum). */
+    /**
+     * {@code initiator_depth}: RDMA reads/atomics we may have outstanding on the peer.
+     *
+     * @param n the depth, 0 to 255 ({@link #DEVICE_MAX}: the device's maximum)
+     * @return these parameters
+     * @throws IllegalArgumentException if {@code n} is out of range
+     */
     public ConnectionParameters initiatorDepth(int n) {
         this.initiatorDepth = range("initiatorDepth", n, 255);
         return this;
     }
 
-    /** {@code retry_count}: transport retries, 0 to 7. */
+    /**
+     * {@code retry_count}: transport retries.
+     *
+     * @param n the retries, 0 to 7
+     * @return these parameters
+     * @throws IllegalArgumentException if {@code n} is out of range
+     */
     public ConnectionParameters retryCount(int n) {
         this.retryCount = range("retryCount", n, 7);
         return this;
     }
 
-    /** {@code rnr_retry_count}: receiver-not-ready retries, 0 to 7 (7: forever). */
+    /**
+     * {@code rnr_retry_count}: receiver-not-ready retries.
+     *
+     * @param n the retries, 0 to 7 (7: forever)
+     * @return these parameters
+     * @throws IllegalArgumentException if {@code n} is out of range
+     */
     public ConnectionParameters rnrRetryCount(int n) {
         this.rnrRetryCount = range("rnrRetryCount", n, 7);
         return this;
     }
 
-    /** {@code flow_control}. */
+    /**
+     * {@code flow_control}: whether hardware flow control is available; exchanged with the peer, not
+     * used to configure the queue pair.
+     *
+     * @param on whether it is available
+     * @return these parameters
+     */
     public ConnectionParameters flowControl(boolean on) {
         this.flowControl = on;
         return this;
     }
 
-    /** The private data (a copy). */
+    /** {@return the private data (a copy)} */
     public byte[] privateData() {
         return privateData.clone();
     }

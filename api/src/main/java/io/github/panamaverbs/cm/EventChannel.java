@@ -67,7 +67,9 @@ public final class EventChannel implements AutoCloseable {
     /**
      * {@code rdma_create_event_channel}.
      *
-     * @throws io.github.panamaverbs.verbs.VerbsException ENODEV when the host has no RDMA device
+     * @return the channel; close it after every ID created on it
+     * @throws io.github.panamaverbs.verbs.VerbsException ENODEV when the host has no RDMA device, or if
+     *                                                    rdma-core's libraries cannot be loaded
      */
     public static EventChannel create() {
         NativeLibraries.require();
@@ -80,12 +82,19 @@ public final class EventChannel implements AutoCloseable {
      * {@code rdma_create_id}: a new connection ID on this channel, not yet bound to a device.
      *
      * @param space {@link PortSpace#TCP} for a reliable connection, {@link PortSpace#UDP} for datagrams
+     * @return the ID; close it before this channel
+     * @throws NullPointerException                       if {@code space} is null
+     * @throws IllegalStateException                      if the channel is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_create_id} fails
      */
     public CmId createId(PortSpace space) {
         return CmId.create(this, Objects.requireNonNull(space, "space"));
     }
 
-    /** The file descriptor, for an event loop of the caller's own. */
+    /**
+     * {@return the file descriptor, for an event loop of the caller's own} It is non-blocking; read
+     * the events with {@link #nextEvent(Duration)}.
+     */
     public int fd() {
         return fd;
     }
@@ -132,8 +141,11 @@ public final class EventChannel implements AutoCloseable {
      * The next event of any ID of this channel, waiting at most {@code timeout}: read
      * ({@code rdma_get_cm_event}), copied and acknowledged.
      *
+     * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the event, or empty when none came in time
-     * @throws IllegalStateException if the channel is closed, also while waiting
+     * @throws NullPointerException                       if {@code timeout} is null
+     * @throws IllegalStateException                      if the channel is closed, also while waiting
+     * @throws io.github.panamaverbs.verbs.VerbsException if reading or acknowledging an event fails
      */
     public Optional<CmEvent> nextEvent(Duration timeout) {
         return next(null, Native.deadline(Objects.requireNonNull(timeout, "timeout")));
@@ -260,7 +272,7 @@ public final class EventChannel implements AutoCloseable {
         handle.close();
     }
 
-    /** Whether it has been closed. */
+    /** {@return whether it has been closed} */
     public boolean isClosed() {
         return handle.isClosed();
     }

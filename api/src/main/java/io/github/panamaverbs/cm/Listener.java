@@ -9,6 +9,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A listening connection ID on its own event channel: the server side of {@link Connection}.
  * {@link #accept(Connection.Config, Duration)} takes the next connection request.
+ *
+ * <pre>{@code
+ * try (Listener listener = Listener.bind(new InetSocketAddress(7471), 8);
+ *      Connection c = listener.accept(new Connection.Config(), Duration.ofSeconds(10))) {
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p>The connections it accepts share its event channel: close them before it.
  */
 public final class Listener implements AutoCloseable {
     private final EventChannel channel;
@@ -24,6 +33,11 @@ public final class Listener implements AutoCloseable {
     /**
      * Binds to {@code local} (address 0.0.0.0: every RDMA device; port 0: any) and listens.
      *
+     * @param local   the local address and port
+     * @param backlog the most connection requests waiting to be accepted
+     * @return the listener; close it after the connections it accepted
+     * @throws NullPointerException                       if {@code local} is null
+     * @throws IllegalArgumentException                   if {@code local} is unresolved
      * @throws io.github.panamaverbs.verbs.VerbsException EADDRINUSE if the port is taken, or no device has that address
      */
     public static Listener bind(InetSocketAddress local, int backlog) {
@@ -49,7 +63,14 @@ public final class Listener implements AutoCloseable {
      * completion queue and queue pair, runs the config's hook, accepts, and waits until it is
      * established.
      *
-     * @throws ConnectionException if no request came within {@code timeout}, or the connection failed
+     * @param config  the queue pair's sizes, the parameters offered and the hook run before accepting
+     * @param timeout how long to wait for the request, and then again for the connection to be established
+     * @return the established connection; close it before this listener
+     * @throws NullPointerException                       if {@code config} or {@code timeout} is null
+     * @throws ConnectionException                        if no request came within {@code timeout}, or the
+     *                                                    connection failed
+     * @throws IllegalStateException                      if the listener is closed
+     * @throws io.github.panamaverbs.verbs.VerbsException if a verb fails while the connection is set up
      */
     public Connection accept(Connection.Config config, Duration timeout) {
         Objects.requireNonNull(config, "config");
@@ -83,12 +104,17 @@ public final class Listener implements AutoCloseable {
         }
     }
 
-    /** The listening ID, for the event API. */
+    /** {@return the listening ID, for the event API} */
     public CmId id() {
         return id;
     }
 
-    /** The address and port it listens on. */
+    /**
+     * The address and port it listens on (the port chosen when it was bound to port 0).
+     *
+     * @return the local address
+     * @throws IllegalStateException if the listener is closed
+     */
     public InetSocketAddress localAddress() {
         return id.localAddress();
     }

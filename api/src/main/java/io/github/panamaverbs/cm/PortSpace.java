@@ -15,7 +15,7 @@ public enum PortSpace {
         this.value = value;
     }
 
-    /** The C value. */
+    /** {@return the C value of this constant, in {@code enum rdma_port_space}} */
     public int value() {
         return value;
     }

@@ -32,7 +32,7 @@ public enum AccessFlag {
         this.value = value;
     }
 
-    /** The C bit of this flag. */
+    /** {@return the C bit of this flag, in {@code enum ibv_access_flags}} */
     public int value() {
         return value;
     }

@@ -38,7 +38,7 @@ public final class AddressHandle extends Resource {
         });
     }
 
-    /** Where it points. */
+    /** {@return where it points: the address vector it was created from} */
     public AddressVector destination() {
         return destination;
     }

@@ -30,7 +30,11 @@ public record AddressVector(int port, int dlid, int serviceLevel, int srcPathBit
      * @param flowLabel    the 20-bit IPv6 flow label
      */
     public record GlobalRoute(Gid dgid, int sgidIndex, int hopLimit, int trafficClass, int flowLabel) {
-        /** Checks the ranges. */
+        /**
+         * Checks the ranges.
+         *
+         * @throws IllegalArgumentException if {@code dgid} is null or a field is out of range
+         */
         public GlobalRoute {
             if (dgid == null) {
                 throw new IllegalArgumentException("a global route needs a destination GID");
@@ -42,7 +46,11 @@ public record AddressVector(int port, int dlid, int serviceLevel, int srcPathBit
         }
     }
 
-    /** Checks the ranges. */
+    /**
+     * Checks the ranges.
+     *
+     * @throws IllegalArgumentException if {@code port}, {@code dlid} or {@code serviceLevel} is out of range
+     */
     public AddressVector {
         if (port < 1 || port > 255) {
             throw new IllegalArgumentException("port numbers run from 1 to 255, not " + port);
@@ -52,12 +60,29 @@ public record AddressVector(int port, int dlid, int serviceLevel, int srcPathBit
         }
     }
 
-    /** An InfiniBand destination: a LID, no GRH. */
+    /**
+     * An InfiniBand destination: a LID, no GRH.
+     *
+     * @param port         the local port number, from 1
+     * @param dlid         the destination LID
+     * @param serviceLevel the service level, 0 to 15
+     * @return the address vector
+     * @throws IllegalArgumentException if an argument is out of range
+     */
     public static AddressVector ib(int port, int dlid, int serviceLevel) {
         return new AddressVector(port, dlid, serviceLevel, 0, 0, null);
     }
 
-    /** A RoCE (or cross-subnet IB) destination: a GRH to {@code dgid}, sent from {@code sgidIndex}. */
+    /**
+     * A RoCE (or cross-subnet IB) destination: a GRH to {@code dgid}, sent from {@code sgidIndex}.
+     *
+     * @param port      the local port number, from 1
+     * @param dgid      the destination GID
+     * @param sgidIndex the local GID index to send from
+     * @param hopLimit  the IP TTL / hop limit, 0 to 255
+     * @return the address vector
+     * @throws IllegalArgumentException if {@code dgid} is null or an argument is out of range
+     */
     public static AddressVector global(int port, Gid dgid, int sgidIndex, int hopLimit) {
         return new AddressVector(port, 0, 0, 0, 0, new GlobalRoute(dgid, sgidIndex, hopLimit, 0, 0));
     }

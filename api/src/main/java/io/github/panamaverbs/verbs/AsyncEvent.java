@@ -10,17 +10,17 @@ package io.github.panamaverbs.verbs;
  * @param port     the port number for port events, else 0
  */
 public record AsyncEvent(AsyncEventType type, Resource resource, int port) {
-    /** The queue pair this event concerns, or null. */
+    /** {@return the queue pair this event concerns, or null} */
     public QueuePair queuePair() {
         return resource instanceof QueuePair qp ? qp : null;
     }
 
-    /** The shared receive queue this event concerns, or null. */
+    /** {@return the shared receive queue this event concerns, or null} */
     public SharedReceiveQueue sharedReceiveQueue() {
         return resource instanceof SharedReceiveQueue srq ? srq : null;
     }
 
-    /** The completion queue this event concerns, or null. */
+    /** {@return the completion queue this event concerns, or null} */
     public CompletionQueue completionQueue() {
         return resource instanceof CompletionQueue cq ? cq : null;
     }

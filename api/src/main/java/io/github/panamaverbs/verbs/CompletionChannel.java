@@ -46,12 +46,17 @@ public final class CompletionChannel extends Resource {
                 c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx));
     }
 
-    /** The context it was created in. */
+    /** {@return the context it was created in} */
     public Context context() {
         return context;
     }
 
-    /** The channel's file descriptor, for use with an event loop. */
+    /**
+     * The channel's file descriptor, for use with an event loop. It is non-blocking.
+     *
+     * @return the file descriptor
+     * @throws IllegalStateException if the channel is closed
+     */
     public int fd() {
         return ibv_comp_channel.fd(handle());
     }
@@ -63,8 +68,13 @@ public final class CompletionChannel extends Resource {
      * next completion. Several threads may wait: each event goes to one of them, and the others go
      * on waiting until their own timeouts (the channel's file descriptor is non-blocking).
      *
+     * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the completion queue that has new completions, or empty on timeout
-     * @throws IllegalStateException if the channel is closed, also while waiting
+     * @throws NullPointerException  if {@code timeout} is null
+     * @throws IllegalStateException if the channel is closed, also while waiting (noticed within about
+     *                               50 ms), or if the event names a completion queue this binding does
+     *                               not know
+     * @throws VerbsException        if {@code ibv_get_cq_event} or {@code poll(2)} fails
      */
     public Optional<CompletionQueue> awaitEvent(Duration timeout) {
         long deadline = Native.deadline(Objects.requireNonNull(timeout, "timeout"));

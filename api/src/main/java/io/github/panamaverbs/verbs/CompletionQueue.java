@@ -12,6 +12,9 @@ import java.util.Objects;
  * A completion queue ({@code struct ibv_cq}): where the device reports finished work requests.
  * {@link #poll(WorkCompletions)} reads them without allocating; with a {@link CompletionChannel}, a
  * thread may instead sleep until {@link #requestNotification(boolean) notified}.
+ *
+ * <p>Several threads may poll one queue (each completion goes to one of them), each with its own
+ * {@link WorkCompletions}. Closing it is refused while a queue pair still reports to it.
  */
 public final class CompletionQueue extends Resource {
     private static final MethodHandle CREATE = Native.withErrno(
@@ -55,27 +58,36 @@ public final class CompletionQueue extends Resource {
                 c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx, entries, MemorySegment.NULL, ch, compVector));
     }
 
-    /** The context it was created in. */
+    /** {@return the context it was created in} */
     public Context context() {
         return context;
     }
 
-    /** The channel its events go to, or null. */
+    /** {@return the channel its events go to, or null} */
     public CompletionChannel channel() {
         return channel;
     }
 
-    /** {@code cqe}: how many completions it holds (at least what was asked). */
+    /**
+     * {@code cqe}: how many completions it holds (at least what was asked).
+     *
+     * @return the capacity
+     * @throws IllegalStateException if the queue is closed
+     */
     public int capacity() {
         return ibv_cq.cqe(handle());
     }
 
     /**
      * {@code ibv_poll_cq}: moves up to {@code batch.capacity()} completions into {@code batch}.
-     * Allocates nothing.
+     * Allocates nothing. A completion polled gives the memory of its work request back to the caller
+     * (see <a href="package-summary.html#buffers">when a posted buffer may be reused</a>).
      *
+     * @param batch where the completions go; its {@link WorkCompletions#count()} becomes the result
      * @return how many completions were read; 0 when the queue is empty
-     * @throws VerbsException if the provider reports an error (not a failed completion: those are data)
+     * @throws NullPointerException  if {@code batch} is null
+     * @throws IllegalStateException if the queue is closed
+     * @throws VerbsException        if the provider reports an error (not a failed completion: those are data)
      */
     public int poll(WorkCompletions batch) {
         Objects.requireNonNull(batch, "batch");
@@ -98,6 +110,10 @@ public final class CompletionQueue extends Resource {
     /**
      * {@code ibv_req_notify_cq}: asks for one event on the channel when the next completion arrives
      * (any, or only solicited ones).
+     *
+     * @param solicitedOnly true to be notified only of solicited completions (and errors), false for any
+     * @throws IllegalStateException if the queue has no completion channel, or is closed
+     * @throws VerbsException        if {@code ibv_req_notify_cq} fails
      */
     public void requestNotification(boolean solicitedOnly) {
         if (channel == null) {
@@ -116,7 +132,15 @@ public final class CompletionQueue extends Resource {
         }
     }
 
-    /** {@code ibv_resize_cq}: changes the capacity to at least {@code entries}. */
+    /**
+     * {@code ibv_resize_cq}: changes the capacity to at least {@code entries}.
+     *
+     * @param entries the minimum number of completions it holds
+     * @throws IllegalArgumentException if {@code entries} is not positive
+     * @throws IllegalStateException    if the queue is closed
+     * @throws VerbsException           if the provider cannot resize it: more than the device's
+     *                                  {@code max_cqe}, fewer than it holds now, or not supported
+     */
     public void resize(int entries) {
         if (entries <= 0) {
             throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);

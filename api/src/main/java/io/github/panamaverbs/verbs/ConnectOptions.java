@@ -15,6 +15,8 @@ import java.util.Set;
  * never be reported; with 6 retries of a 67 ms timeout (4.096 µs × 2<sup>14</sup>) a dead peer turns
  * the outstanding requests into {@link WcStatus#RETRY_EXC_ERR} after about half a second. A lower
  * timeout or count reports it sooner, at the risk of giving up on a peer that is only slow.
+ *
+ * <p>Mutable and not thread-safe: {@link #copy()} it to derive other options.
  */
 public final class ConnectOptions {
     int port = 1;
@@ -36,7 +38,13 @@ public final class ConnectOptions {
     private ConnectOptions() {
     }
 
-    /** Defaults on {@code port}, with no GRH (InfiniBand within a subnet). */
+    /**
+     * Defaults on {@code port}, with no GRH (InfiniBand within a subnet).
+     *
+     * @param port the local port, 1 to 255
+     * @return new options
+     * @throws IllegalArgumentException if {@code port} is out of range
+     */
     public static ConnectOptions port(int port) {
         ConnectOptions o = new ConnectOptions();
         o.port = range("port", port, 1, 255);
@@ -50,7 +58,7 @@ public final class ConnectOptions {
         return value;
     }
 
-    /** A copy, to change without touching this one. */
+    /** {@return a copy, to change without touching this one} */
     public ConnectOptions copy() {
         ConnectOptions o = new ConnectOptions();
         o.port = port;
@@ -71,90 +79,168 @@ public final class ConnectOptions {
         return o;
     }
 
-    /** The local port, from 1. */
+    /** {@return the local port, from 1} */
     public int port() {
         return port;
     }
 
-    /** The local GID index, or -1 for no GRH. */
+    /** {@return the local GID index, or -1 for no GRH} */
     public int gidIndex() {
         return gidIndex;
     }
 
-    /** Send a GRH from local GID {@code index}: needed on RoCE (perftest's {@code -x}, pingpong's {@code -g}); -1 for none. */
+    /**
+     * Send a GRH from local GID {@code index}: needed on RoCE (perftest's {@code -x}, pingpong's {@code -g}).
+     *
+     * @param index the local GID index, 0 to 255; -1 for no GRH
+     * @return these options
+     * @throws IllegalArgumentException if {@code index} is out of range
+     */
     public ConnectOptions gidIndex(int index) {
         this.gidIndex = range("gidIndex", index, -1, 255);
         return this;
     }
 
-    /** The path MTU. */
+    /**
+     * The path MTU, at most the port's active MTU.
+     *
+     * @param mtu the path MTU
+     * @return these options
+     * @throws NullPointerException if {@code mtu} is null
+     */
     public ConnectOptions mtu(Mtu mtu) {
         this.mtu = Objects.requireNonNull(mtu, "mtu");
         return this;
     }
 
-    /** The service level (IB) / priority, 0 to 15. */
+    /**
+     * The service level (IB) / priority.
+     *
+     * @param sl the service level, 0 to 15
+     * @return these options
+     * @throws IllegalArgumentException if {@code sl} is out of range
+     */
     public ConnectOptions serviceLevel(int sl) {
         this.serviceLevel = range("serviceLevel", sl, 0, 15);
         return this;
     }
 
-    /** The GRH hop limit, 0 to 255. */
+    /**
+     * The GRH hop limit.
+     *
+     * @param hopLimit the hop limit, 0 to 255
+     * @return these options
+     * @throws IllegalArgumentException if {@code hopLimit} is out of range
+     */
     public ConnectOptions hopLimit(int hopLimit) {
         this.hopLimit = range("hopLimit", hopLimit, 0, 255);
         return this;
     }
 
-    /** The GRH traffic class, 0 to 255. */
+    /**
+     * The GRH traffic class.
+     *
+     * @param trafficClass the traffic class, 0 to 255
+     * @return these options
+     * @throws IllegalArgumentException if {@code trafficClass} is out of range
+     */
     public ConnectOptions trafficClass(int trafficClass) {
         this.trafficClass = range("trafficClass", trafficClass, 0, 255);
         return this;
     }
 
-    /** The local ACK timeout exponent, 0 to 31: 4.096 µs × 2<sup>timeout</sup> (0: wait forever). */
+    /**
+     * The local ACK timeout exponent: 4.096 µs × 2<sup>timeout</sup> (0: wait forever). RC only.
+     *
+     * @param timeout the exponent, 0 to 31
+     * @return these options
+     * @throws IllegalArgumentException if {@code timeout} is out of range
+     */
     public ConnectOptions timeout(int timeout) {
         this.timeout = range("timeout", timeout, 0, 31);
         return this;
     }
 
-    /** Transport retries before {@link WcStatus#RETRY_EXC_ERR}, 0 to 7 (7 is "forever" on some providers). */
+    /**
+     * Transport retries before {@link WcStatus#RETRY_EXC_ERR}. RC only.
+     *
+     * @param retryCount the retries, 0 to 7 (7 is "forever" on some providers)
+     * @return these options
+     * @throws IllegalArgumentException if {@code retryCount} is out of range
+     */
     public ConnectOptions retryCount(int retryCount) {
         this.retryCount = range("retryCount", retryCount, 0, 7);
         return this;
     }
 
-    /** Receiver-not-ready retries, 0 to 7 (7: forever). */
+    /**
+     * Receiver-not-ready retries, before {@link WcStatus#RNR_RETRY_EXC_ERR}. RC only.
+     *
+     * @param rnrRetry the retries, 0 to 7 (7: forever)
+     * @return these options
+     * @throws IllegalArgumentException if {@code rnrRetry} is out of range
+     */
     public ConnectOptions rnrRetry(int rnrRetry) {
         this.rnrRetry = range("rnrRetry", rnrRetry, 0, 7);
         return this;
     }
 
-    /** Minimum RNR NAK timer, 0 to 31 (an index into the IB spec's table of delays). */
+    /**
+     * Minimum RNR NAK timer: how long a peer that found no receive posted waits before it retries. RC only.
+     *
+     * @param minRnrTimer the timer code, 0 to 31 (an index into the IB spec's table of delays)
+     * @return these options
+     * @throws IllegalArgumentException if {@code minRnrTimer} is out of range
+     */
     public ConnectOptions minRnrTimer(int minRnrTimer) {
         this.minRnrTimer = range("minRnrTimer", minRnrTimer, 0, 31);
         return this;
     }
 
-    /** Outstanding RDMA reads and atomics, each direction, 0 to 255. */
+    /**
+     * Outstanding RDMA reads and atomics, in each direction (initiator and responder depth). RC only.
+     *
+     * @param n the depth, 0 to 255
+     * @return these options
+     * @throws IllegalArgumentException if {@code n} is out of range
+     */
     public ConnectOptions readAtomicDepth(int n) {
         this.maxRdAtomic = range("readAtomicDepth", n, 0, 255);
         this.maxDestRdAtomic = n;
         return this;
     }
 
-    /** The remote operations peers may do on this queue pair; default: all its type allows. */
+    /**
+     * The remote operations peers may do on this queue pair (RC and UC); default: all its type
+     * allows (RC: write, read and atomics; UC: write).
+     *
+     * @param access the remote access rights (copied)
+     * @return these options
+     * @throws NullPointerException if {@code access} or an element is null
+     */
     public ConnectOptions access(Set<AccessFlag> access) {
         this.access = Set.copyOf(Objects.requireNonNull(access, "access"));
         return this;
     }
 
-    /** The partition key index, 0 to 65535. */
+    /**
+     * The partition key index.
+     *
+     * @param index the index, 0 to 65535
+     * @return these options
+     * @throws IllegalArgumentException if {@code index} is out of range
+     */
     public ConnectOptions pkeyIndex(int index) {
         this.pkeyIndex = range("pkeyIndex", index, 0, 0xffff);
         return this;
     }
 
-    /** The Q_Key of a UD queue pair (set in INIT); datagrams whose Q_Key differs are dropped. */
+    /**
+     * The Q_Key of a UD queue pair (set in INIT); datagrams whose Q_Key differs are dropped.
+     *
+     * @param qkey the Q_Key
+     * @return these options
+     */
     public ConnectOptions qkey(int qkey) {
         this.qkey = qkey;
         return this;

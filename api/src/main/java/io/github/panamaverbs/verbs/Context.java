@@ -31,6 +31,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * An open RDMA device: {@code struct ibv_context}. Everything else — protection domains, completion
  * queues, queue pairs — is created from a context, and must be closed before it.
  * Get one from {@link Device#open(String)}.
+ *
+ * <p>Queries and the creation of children may be called from any thread; see the
+ * <a href="package-summary.html">package documentation</a> for the object model, the closing rule
+ * and threads.
  */
 public final class Context extends Resource {
     private static final MethodHandle CLOSE_DEVICE = Native.withErrno(
@@ -102,18 +106,27 @@ public final class Context extends Resource {
         return verbsContext.get(ADDRESS, offset);
     }
 
-    /** The device this context was opened on. */
+    /** {@return the device this context was opened on} */
     public Device device() {
         return device;
     }
 
-    /** {@code num_comp_vectors}: how many completion vectors (interrupt queues) the device has. */
+    /**
+     * {@code num_comp_vectors}: how many completion vectors (interrupt queues) the device has.
+     *
+     * @return the number of completion vectors
+     * @throws IllegalStateException if the context is closed
+     */
     public int numCompVectors() {
         return ibv_context.num_comp_vectors(handle());
     }
 
     /**
      * {@code ibv_query_device_ex} (falling back to {@code ibv_query_device}, as the inline C does).
+     *
+     * @return what the device can do, a snapshot
+     * @throws IllegalStateException if the context is closed
+     * @throws VerbsException        if the query fails
      */
     public DeviceAttributes queryDevice() {
         MemorySegment ctx = handle();
@@ -140,6 +153,10 @@ public final class Context extends Resource {
      * inline function in verbs.h does (the exported symbol fills only the older, shorter struct).
      *
      * @param port the port number, from 1
+     * @return the port's state and properties, a snapshot
+     * @throws IllegalArgumentException if {@code port} is not in [1, 255]
+     * @throws IllegalStateException    if the context is closed
+     * @throws VerbsException           if the query fails, e.g. EINVAL when the device has no such port
      */
     public PortAttributes queryPort(int port) {
         checkPort(port);
@@ -156,7 +173,16 @@ public final class Context extends Resource {
         });
     }
 
-    /** {@code ibv_query_gid}: entry {@code index} of the GID table of {@code port}. */
+    /**
+     * {@code ibv_query_gid}: entry {@code index} of the GID table of {@code port}.
+     *
+     * @param port  the port number, from 1
+     * @param index the GID index
+     * @return the GID; {@link Gid#ZERO} for an unused entry
+     * @throws IllegalArgumentException if {@code port} is not in [1, 255]
+     * @throws IllegalStateException    if the context is closed
+     * @throws VerbsException           if the query fails, e.g. EINVAL when there is no such index
+     */
     public Gid queryGid(int port, int index) {
         checkPort(port);
         MemorySegment ctx = handle();
@@ -171,6 +197,10 @@ public final class Context extends Resource {
     /**
      * {@code ibv_query_gid_table}: the valid GID entries of every port, with their types (IB, RoCE v1,
      * RoCE v2) and network interfaces.
+     *
+     * @return the valid entries of all ports, an unmodifiable list
+     * @throws IllegalStateException if the context is closed
+     * @throws VerbsException        if a query fails
      */
     public List<GidEntry> gidTable() {
         MemorySegment ctx = handle();
@@ -203,7 +233,14 @@ public final class Context extends Resource {
      * its limit. Never waits longer than {@code timeout}: the context's event file descriptor is
      * polled first.
      *
+     * <p>Several threads may wait: each event goes to one of them. Closing the context wakes them
+     * within about 50 ms with {@link IllegalStateException}.
+     *
+     * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the event, or empty if none came in time
+     * @throws NullPointerException  if {@code timeout} is null
+     * @throws IllegalStateException if the context is closed, also while waiting
+     * @throws VerbsException        if {@code ibv_get_async_event} or {@code poll(2)} fails
      */
     public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
@@ -241,12 +278,24 @@ public final class Context extends Resource {
         });
     }
 
-    /** {@code ibv_alloc_pd}: a new protection domain. */
+    /**
+     * {@code ibv_alloc_pd}: a new protection domain.
+     *
+     * @return the protection domain; close it before this context
+     * @throws IllegalStateException if the context is closed
+     * @throws VerbsException        if {@code ibv_alloc_pd} fails
+     */
     public ProtectionDomain allocateProtectionDomain() {
         return new ProtectionDomain(this);
     }
 
-    /** {@code ibv_create_comp_channel}: a channel on which completion queues report events. */
+    /**
+     * {@code ibv_create_comp_channel}: a channel on which completion queues report events.
+     *
+     * @return the channel; close it after its completion queues, before this context
+     * @throws IllegalStateException if the context is closed
+     * @throws VerbsException        if {@code ibv_create_comp_channel} fails
+     */
     public CompletionChannel createCompletionChannel() {
         return new CompletionChannel(this);
     }
@@ -255,6 +304,11 @@ public final class Context extends Resource {
      * {@code ibv_create_cq}: a completion queue for polling, with no channel.
      *
      * @param entries the minimum number of completions it holds
+     * @return the completion queue; close it after the queue pairs that report to it, before this context
+     * @throws IllegalArgumentException if {@code entries} is not positive
+     * @throws IllegalStateException    if the context is closed
+     * @throws VerbsException           if {@code ibv_create_cq} fails, e.g. EINVAL for more entries than
+     *                                  the device's {@code max_cqe}, ENOMEM for the memlock limit
      */
     public CompletionQueue createCompletionQueue(int entries) {
         return new CompletionQueue(this, entries, null, 0);
@@ -266,6 +320,13 @@ public final class Context extends Resource {
      * @param entries    the minimum number of completions it holds
      * @param channel    where its events are delivered
      * @param compVector the completion vector, in {@code [0, numCompVectors())}
+     * @return the completion queue; close it after the queue pairs that report to it, before the channel
+     * @throws NullPointerException     if {@code channel} is null
+     * @throws IllegalArgumentException if {@code entries} is not positive, {@code channel} belongs to
+     *                                  another context, or {@code compVector} is out of range
+     * @throws IllegalStateException    if the context or the channel is closed
+     * @throws VerbsException           if {@code ibv_create_cq} fails, e.g. EINVAL for more entries than
+     *                                  the device's {@code max_cqe}, ENOMEM for the memlock limit
      */
     public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel, int compVector) {
         Objects.requireNonNull(channel, "channel (use createCompletionQueue(entries) for none)");

@@ -53,7 +53,9 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
      * The RDMA devices on this host ({@code ibv_get_device_list}). An empty list where the host has
      * none, including when the kernel has no RDMA support at all.
      *
-     * @throws VerbsException if listing fails for another reason
+     * @return the devices, an unmodifiable list
+     * @throws VerbsException if rdma-core's libraries cannot be loaded (naming the missing one and how to
+     *                        install it), or if listing fails for another reason
      */
     public static List<Device> list() {
         return withDeviceList(devices -> {
@@ -68,8 +70,11 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
     /**
      * Opens the device called {@code name} ({@code ibv_open_device}).
      *
-     * @throws VerbsException naming the devices that exist if there is none of that name, or if
-     *                        opening fails
+     * @param name the kernel's name for the device, such as {@code rxe0} or {@code mlx5_0}
+     * @return the open context; close it after everything created from it
+     * @throws IllegalArgumentException if {@code name} is null or empty
+     * @throws VerbsException           naming the devices that exist if there is none of that name, if
+     *                                  opening fails, or if rdma-core's libraries cannot be loaded
      */
     public static Context open(String name) {
         if (name == null || name.isEmpty()) {
@@ -88,12 +93,17 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
         });
     }
 
-    /** Opens this device ({@code ibv_open_device}); see {@link #open(String)}. */
+    /**
+     * Opens this device ({@code ibv_open_device}); see {@link #open(String)}.
+     *
+     * @return the open context; close it after everything created from it
+     * @throws VerbsException if the device is gone or opening fails
+     */
     public Context open() {
         return open(name);
     }
 
-    /** The node GUID as {@code ibv_devinfo} prints it: four groups of four hex digits. */
+    /** {@return the node GUID as {@code ibv_devinfo} prints it: four groups of four hex digits} */
     public String guidString() {
         return formatGuid(guid);
     }

@@ -76,7 +76,12 @@ public final class Doctor {
      * @param fix    the command (or step) that fixes it; {@code null} for {@link Status#OK} and {@link Status#INFO}
      */
     public record Finding(String check, Status status, String detail, String fix) {
-        /** Checks that a warning or a problem has a fix. */
+        /**
+         * Checks that a warning or a problem has a fix.
+         *
+         * @throws NullPointerException     if {@code check}, {@code status} or {@code detail} is null
+         * @throws IllegalArgumentException if a {@link Status#WARNING} or {@link Status#PROBLEM} has no fix
+         */
         public Finding {
             Objects.requireNonNull(check, "check");
             Objects.requireNonNull(status, "status");
@@ -99,27 +104,36 @@ public final class Doctor {
      * @param findings every finding, in the order checked
      */
     public record Report(List<Finding> findings) {
-        /** Copies the list. */
+        /**
+         * Copies the list.
+         *
+         * @throws NullPointerException if {@code findings} or one of them is null
+         */
         public Report {
             findings = List.copyOf(findings);
         }
 
-        /** Whether nothing is a {@link Status#PROBLEM}. */
+        /** {@return whether nothing is a {@link Status#PROBLEM}} */
         public boolean healthy() {
             return problems().isEmpty();
         }
 
-        /** Whether nothing is a {@link Status#PROBLEM} or a {@link Status#WARNING}. */
+        /** {@return whether nothing is a {@link Status#PROBLEM} or a {@link Status#WARNING}} */
         public boolean allGreen() {
             return findings.stream().noneMatch(f -> f.status() == Status.PROBLEM || f.status() == Status.WARNING);
         }
 
-        /** The findings that are problems. */
+        /** {@return the findings that are problems} */
         public List<Finding> problems() {
             return findings.stream().filter(f -> f.status() == Status.PROBLEM).toList();
         }
 
-        /** The findings of one check ({@link Finding#check()}). */
+        /**
+         * The findings of one check.
+         *
+         * @param check the check's name, as in {@link Finding#check()}: {@code libraries}, {@code devices}, …
+         * @return its findings, in the order checked; empty for an unknown name
+         */
         public List<Finding> of(String check) {
             return findings.stream().filter(f -> f.check().equals(check)).toList();
         }
@@ -139,7 +153,11 @@ public final class Doctor {
         }
     }
 
-    /** Runs every check. */
+    /**
+     * Runs every check. Never throws for what it finds, and changes nothing on the host.
+     *
+     * @return the findings, in the order checked
+     */
     public static Report check() {
         List<Finding> out = new ArrayList<>();
         boolean libraries = libraries(out);

@@ -11,7 +11,8 @@ import java.util.Optional;
 
 /**
  * A 128-bit global identifier ({@code union ibv_gid}): the port's address in the GRH. On RoCE it is
- * an IPv6 address, or an IPv4 address mapped into IPv6 ({@code ::ffff:a.b.c.d}).
+ * an IPv6 address, or an IPv4 address mapped into IPv6 ({@code ::ffff:a.b.c.d}). Immutable; equal
+ * when the bytes are.
  */
 public final class Gid {
     /** The all-zero GID: an empty table entry. */
@@ -23,7 +24,14 @@ public final class Gid {
         this.raw = raw;
     }
 
-    /** A GID from its 16 bytes in network order. */
+    /**
+     * A GID from its 16 bytes in network order.
+     *
+     * @param raw the 16 bytes (copied)
+     * @return the GID
+     * @throws NullPointerException     if {@code raw} is null
+     * @throws IllegalArgumentException if {@code raw} is not 16 bytes long
+     */
     public static Gid of(byte[] raw) {
         if (raw.length != 16) {
             throw new IllegalArgumentException("a GID has 16 bytes, not " + raw.length);
@@ -31,7 +39,15 @@ public final class Gid {
         return new Gid(raw.clone());
     }
 
-    /** Parses an IPv6 text form ({@link #toString()}, {@link #toFullString()}) or 32 hex digits. */
+    /**
+     * Parses an IPv6 text form ({@link #toString()}, {@link #toFullString()}) or 32 hex digits. No
+     * name is ever looked up.
+     *
+     * @param text the text
+     * @return the GID
+     * @throws NullPointerException     if {@code text} is null
+     * @throws IllegalArgumentException if {@code text} is neither form
+     */
     public static Gid parse(String text) {
         if (text.length() == 32 && text.indexOf(':') < 0) {
             return new Gid(HexFormat.of().parseHex(text));
@@ -64,27 +80,27 @@ public final class Gid {
         MemorySegment.copy(MemorySegment.ofArray(raw), 0, segment, offset, 16);
     }
 
-    /** The 16 bytes, in network order. */
+    /** {@return the 16 bytes, in network order (a copy)} */
     public byte[] bytes() {
         return raw.clone();
     }
 
-    /** The subnet prefix: the first 8 bytes, as a number. */
+    /** {@return the subnet prefix: the first 8 bytes, as a number} */
     public long subnetPrefix() {
         return java.nio.ByteBuffer.wrap(raw).getLong(0);
     }
 
-    /** The interface ID: the last 8 bytes, as a number. */
+    /** {@return the interface ID: the last 8 bytes, as a number} */
     public long interfaceId() {
         return java.nio.ByteBuffer.wrap(raw).getLong(8);
     }
 
-    /** Whether every byte is zero (an unused table entry). */
+    /** {@return whether every byte is zero (an unused table entry)} */
     public boolean isZero() {
         return Arrays.equals(raw, ZERO.raw);
     }
 
-    /** The IPv4 address of an IPv4-mapped GID ({@code ::ffff:a.b.c.d}); empty for any other. */
+    /** {@return the IPv4 address of an IPv4-mapped GID ({@code ::ffff:a.b.c.d}); empty for any other} */
     public Optional<Inet4Address> ipv4() {
         for (int i = 0; i < 10; i++) {
             if (raw[i] != 0) {
@@ -102,8 +118,8 @@ public final class Gid {
     }
 
     /**
-     * As {@code ibv_devinfo -v} prints it: the IPv6 text form of {@code inet_ntop}
-     * ({@code fe80::5054:ff:fe12:3456}, {@code ::ffff:10.0.0.1}).
+     * {@return the GID as {@code ibv_devinfo -v} prints it: the IPv6 text form of {@code inet_ntop}
+     * ({@code fe80::5054:ff:fe12:3456}, {@code ::ffff:10.0.0.1})}
      */
     @Override
     public String toString() {
@@ -153,7 +169,7 @@ public final class Gid {
         return sb.toString();
     }
 
-    /** All 32 hex digits in four-digit groups: {@code fe80:0000:0000:0000:5054:00ff:fe12:3456}. */
+    /** {@return all 32 hex digits in four-digit groups: {@code fe80:0000:0000:0000:5054:00ff:fe12:3456}} */
     public String toFullString() {
         String hex = HexFormat.of().formatHex(raw);
         StringBuilder sb = new StringBuilder(39);

@@ -20,12 +20,18 @@ public enum GidType {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_gid_type}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_gid_type}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static GidType of(int value) {
         return C.of(value);
     }

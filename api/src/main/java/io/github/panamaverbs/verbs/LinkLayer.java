@@ -20,12 +20,18 @@ public enum LinkLayer {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code IBV_LINK_LAYER_*}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code IBV_LINK_LAYER_*}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static LinkLayer of(int value) {
         return C.of(value);
     }

@@ -26,7 +26,11 @@ import java.util.Set;
  * the arena.
  *
  * <p>A buffer named by a posted work request belongs to the device until that request's completion
- * is polled: change, reuse or free it only then.
+ * is polled: change, reuse or free it only then (see
+ * <a href="package-summary.html#buffers">when a posted buffer may be reused</a>). Close a region only
+ * once the requests that use it have completed.
+ *
+ * <p>The accessors may be called from any thread, also after the region is closed.
  */
 public final class MemoryRegion extends Resource {
     /** Page size used by {@link ProtectionDomain#allocateAndRegister(long, AccessFlag...)}. */
@@ -159,37 +163,41 @@ public final class MemoryRegion extends Resource {
         rkey = ibv_mr.rkey(mr);
     }
 
-    /** The protection domain it is registered in. */
+    /** {@return the protection domain it is registered in} */
     public ProtectionDomain protectionDomain() {
         return pd;
     }
 
-    /** The registered memory. */
+    /**
+     * {@return the registered memory} For a region that owns its memory
+     * ({@link ProtectionDomain#allocateAndRegister(long, AccessFlag...)}), the segment is freed, and
+     * no longer accessible, once the region is closed.
+     */
     public MemorySegment segment() {
         return segment;
     }
 
-    /** {@code lkey}: names this region in local scatter/gather entries. */
+    /** {@return {@code lkey}: the key that names this region in local scatter/gather entries} */
     public int lkey() {
         return lkey;
     }
 
-    /** {@code rkey}: names this region in a peer's RDMA and atomic requests. */
+    /** {@return {@code rkey}: the key that names this region in a peer's RDMA and atomic requests} */
     public int rkey() {
         return rkey;
     }
 
-    /** {@code addr}: the address peers use in RDMA requests. */
+    /** {@return {@code addr}: the address peers use in RDMA requests} */
     public long address() {
         return segment.address();
     }
 
-    /** {@code length}: the number of bytes registered. */
+    /** {@return {@code length}: the number of bytes registered} */
     public long length() {
         return segment.byteSize();
     }
 
-    /** The access rights it was registered with (always including {@link AccessFlag#LOCAL_WRITE}). */
+    /** {@return the access rights it was registered with (always including {@link AccessFlag#LOCAL_WRITE})} */
     public Set<AccessFlag> access() {
         return access;
     }
@@ -197,7 +205,17 @@ public final class MemoryRegion extends Resource {
     /**
      * {@code ibv_rereg_mr}: registers {@code newSegment} of {@code arena} and/or other access rights
      * under this region, tied to {@code arena} as {@link ProtectionDomain#register(Arena, MemorySegment, AccessFlag...)}
-     * ties it. Keys may change; read them again afterwards.
+     * ties it (also for a region made by {@link ProtectionDomain#allocateAndRegister(long, AccessFlag...)},
+     * whose own first memory is then freed at close). Keys may change; read them again afterwards.
+     *
+     * @param arena      the arena {@code newSegment} was allocated from
+     * @param newSegment a native, writable segment of {@code arena}
+     * @param newAccess  the access rights ({@code LOCAL_WRITE} is always added)
+     * @throws NullPointerException     if an argument or an access flag is null
+     * @throws IllegalArgumentException for a heap, read-only or empty segment, or one of another arena
+     * @throws IllegalStateException    if the region is closed or was deregistered because the arena of
+     *                                  its memory closed, or if {@code newSegment}'s arena is closed
+     * @throws VerbsException           if {@code ibv_rereg_mr} fails; the region keeps its old memory
      */
     public void reregister(Arena arena, MemorySegment newSegment, Set<AccessFlag> newAccess) {
         checkSegment(arena, newSegment);
@@ -216,9 +234,9 @@ public final class MemoryRegion extends Resource {
                         + "; the region keeps its old memory");
             }
             registration.generation++;
-            if (ownedArena == null) {
-                tie(arena, registration.generation);
-            }
+            // The new memory is the caller's (also for a region that owned its first memory, which
+            // stays allocated until close): its arena's closing must deregister first.
+            tie(arena, registration.generation);
         }
         this.segment = newSegment;
         this.access = flags;

@@ -24,22 +24,34 @@ public enum Mtu {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_mtu}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_mtu}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static Mtu of(int value) {
         return C.of(value);
     }
 
-    /** The MTU in bytes: 256 … 4096. */
+    /** {@return the MTU in bytes: 256 … 4096} */
     public int bytes() {
         return 128 << value;
     }
 
-    /** The MTU of {@code bytes} bytes; throws {@link IllegalArgumentException} for other sizes. */
+    /**
+     * The MTU of {@code bytes} bytes.
+     *
+     * @param bytes 256, 512, 1024, 2048 or 4096
+     * @return the MTU
+     * @throws IllegalArgumentException for other sizes
+     */
     public static Mtu ofBytes(int bytes) {
         for (Mtu m : values()) {
             if (m.bytes() == bytes) {

@@ -16,112 +16,112 @@ public final class PortAttributes {
         this.attr = Snapshot.copy(attr, ibv_port_attr.sizeof());
     }
 
-    /** {@code state}. */
+    /** {@return {@code state}: the logical port state; {@link PortState#ACTIVE} when it can carry traffic} */
     public PortState state() {
         return PortState.of(ibv_port_attr.state(attr));
     }
 
-    /** {@code max_mtu}. */
+    /** {@return {@code max_mtu}: the largest MTU the port supports} */
     public Mtu maxMtu() {
         return Mtu.of(ibv_port_attr.max_mtu(attr));
     }
 
-    /** {@code active_mtu}. */
+    /** {@return {@code active_mtu}: the MTU in use, the largest a queue pair's path MTU may be} */
     public Mtu activeMtu() {
         return Mtu.of(ibv_port_attr.active_mtu(attr));
     }
 
-    /** {@code gid_tbl_len}. */
+    /** {@return {@code gid_tbl_len}: the length of the port's GID table} */
     public int gidTblLen() {
         return ibv_port_attr.gid_tbl_len(attr);
     }
 
-    /** {@code port_cap_flags}. */
+    /** {@return {@code port_cap_flags}: the {@code IBV_PORT_*} capability bits} */
     public int portCapFlags() {
         return ibv_port_attr.port_cap_flags(attr);
     }
 
-    /** {@code max_msg_sz}. */
+    /** {@return {@code max_msg_sz}: the longest message, in bytes} */
     public int maxMsgSz() {
         return ibv_port_attr.max_msg_sz(attr);
     }
 
-    /** {@code bad_pkey_cntr}. */
+    /** {@return {@code bad_pkey_cntr}: how many packets had a bad partition key} */
     public int badPkeyCntr() {
         return ibv_port_attr.bad_pkey_cntr(attr);
     }
 
-    /** {@code qkey_viol_cntr}. */
+    /** {@return {@code qkey_viol_cntr}: how many packets had a Q_Key that did not match} */
     public int qkeyViolCntr() {
         return ibv_port_attr.qkey_viol_cntr(attr);
     }
 
-    /** {@code pkey_tbl_len}. */
+    /** {@return {@code pkey_tbl_len}: the length of the port's partition key table} */
     public int pkeyTblLen() {
         return Short.toUnsignedInt(ibv_port_attr.pkey_tbl_len(attr));
     }
 
-    /** {@code lid}. */
+    /** {@return {@code lid}: the port's base LID (InfiniBand; 0 on RoCE and iWARP)} */
     public int lid() {
         return Short.toUnsignedInt(ibv_port_attr.lid(attr));
     }
 
-    /** {@code sm_lid}. */
+    /** {@return {@code sm_lid}: the LID of the subnet manager (InfiniBand)} */
     public int smLid() {
         return Short.toUnsignedInt(ibv_port_attr.sm_lid(attr));
     }
 
-    /** {@code lmc}. */
+    /** {@return {@code lmc}: the LID mask control: the port has 2<sup>lmc</sup> LIDs from {@link #lid()} on} */
     public int lmc() {
         return Byte.toUnsignedInt(ibv_port_attr.lmc(attr));
     }
 
-    /** {@code max_vl_num}. */
+    /** {@return {@code max_vl_num}: the number of virtual lanes, as the IB spec encodes it (1: one, 2: two, 3: four, 4: eight, 5: fifteen)} */
     public int maxVlNum() {
         return Byte.toUnsignedInt(ibv_port_attr.max_vl_num(attr));
     }
 
-    /** {@code sm_sl}. */
+    /** {@return {@code sm_sl}: the service level to reach the subnet manager with} */
     public int smSl() {
         return Byte.toUnsignedInt(ibv_port_attr.sm_sl(attr));
     }
 
-    /** {@code subnet_timeout}. */
+    /** {@return {@code subnet_timeout}: the subnet propagation delay, an exponent: 4.096 µs × 2<sup>value</sup>} */
     public int subnetTimeout() {
         return Byte.toUnsignedInt(ibv_port_attr.subnet_timeout(attr));
     }
 
-    /** {@code init_type_reply}. */
+    /** {@return {@code init_type_reply}: how the subnet manager initialized the port} */
     public int initTypeReply() {
         return Byte.toUnsignedInt(ibv_port_attr.init_type_reply(attr));
     }
 
-    /** {@code active_width}. */
+    /** {@return {@code active_width}: the active link width, an {@code IBV_WIDTH_*} code (1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x)} */
     public int activeWidth() {
         return Byte.toUnsignedInt(ibv_port_attr.active_width(attr));
     }
 
-    /** {@code active_speed}. */
+    /** {@return {@code active_speed}: the active link speed, an {@code IBV_SPEED_*} code} */
     public int activeSpeed() {
         return Byte.toUnsignedInt(ibv_port_attr.active_speed(attr));
     }
 
-    /** {@code phys_state}. */
+    /** {@return {@code phys_state}: the physical port state, as the IB spec encodes it (5: link up)} */
     public int physState() {
         return Byte.toUnsignedInt(ibv_port_attr.phys_state(attr));
     }
 
-    /** {@code link_layer}. */
+    /** {@return {@code link_layer}: InfiniBand, or Ethernet (RoCE and iWARP)} */
     public LinkLayer linkLayer() {
         return LinkLayer.of(Byte.toUnsignedInt(ibv_port_attr.link_layer(attr)));
     }
 
-    /** {@code flags}. */
+    /** {@return {@code flags}: the {@code IBV_QPF_*} bits} */
     public int flags() {
         return Byte.toUnsignedInt(ibv_port_attr.flags(attr));
     }
 
-    /** {@code port_cap_flags2}. */
+    /** {@return {@code port_cap_flags2}: more capability bits, {@code IBV_PORT_*2}} */
     public int portCapFlags2() {
         return Short.toUnsignedInt(ibv_port_attr.port_cap_flags2(attr));
     }

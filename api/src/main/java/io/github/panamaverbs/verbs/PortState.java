@@ -26,12 +26,18 @@ public enum PortState {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_port_state}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_port_state}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static PortState of(int value) {
         return C.of(value);
     }

@@ -14,6 +14,9 @@ import java.util.Set;
 /**
  * A protection domain ({@code struct ibv_pd}): memory regions, queue pairs, shared receive queues
  * and address handles created from the same domain may be used together, and only then.
+ *
+ * <p>It cannot be closed while anything created from it is open (memory regions, queue pairs,
+ * shared receive queues, address handles): close those first.
  */
 public final class ProtectionDomain extends Resource {
     private static final MethodHandle ALLOC_PD = Native.withErrno(
@@ -33,7 +36,7 @@ public final class ProtectionDomain extends Resource {
         return Native.create("ibv_alloc_pd", Native.NO_HINT, c -> (MemorySegment) ALLOC_PD.invokeExact(c.errno(), ctx));
     }
 
-    /** The context this domain belongs to. */
+    /** {@return the context this domain belongs to} */
     public Context context() {
         return context;
     }
@@ -49,15 +52,30 @@ public final class ProtectionDomain extends Resource {
      *                such as a mapping of {@code MemorySegment.ofAddress}, {@link Arena#global()})
      * @param segment a native, writable segment of {@code arena}
      * @param access  the access rights; {@code REMOTE_WRITE} and {@code REMOTE_ATOMIC} need {@code LOCAL_WRITE}, which is added
+     * @return the memory region; close it before this protection domain (closing {@code arena}
+     *         deregisters it too)
+     * @throws NullPointerException     if an argument or an access flag is null
      * @throws IllegalArgumentException for a heap, read-only or empty segment, or one of another arena
-     * @throws IllegalStateException    if the segment's arena is already closed
+     * @throws IllegalStateException    if the segment's arena is already closed, or this domain is closed
      * @throws VerbsException           if registration fails; {@code ENOMEM} usually means the memlock limit
      */
     public MemoryRegion register(Arena arena, MemorySegment segment, AccessFlag... access) {
         return register(arena, segment, flags(access));
     }
 
-    /** {@code ibv_reg_mr} with a set of access flags; see {@link #register(Arena, MemorySegment, AccessFlag...)}. */
+    /**
+     * {@code ibv_reg_mr} with a set of access flags; see {@link #register(Arena, MemorySegment, AccessFlag...)}.
+     *
+     * @param arena   the arena {@code segment} was allocated from
+     * @param segment a native, writable segment of {@code arena}
+     * @param access  the access rights ({@code LOCAL_WRITE} is always added)
+     * @return the memory region; close it before this protection domain (closing {@code arena}
+     *         deregisters it too)
+     * @throws NullPointerException     if an argument or an access flag is null
+     * @throws IllegalArgumentException for a heap, read-only or empty segment, or one of another arena
+     * @throws IllegalStateException    if the segment's arena is already closed, or this domain is closed
+     * @throws VerbsException           if registration fails; {@code ENOMEM} usually means the memlock limit
+     */
     public MemoryRegion register(Arena arena, MemorySegment segment, Set<AccessFlag> access) {
         return new MemoryRegion(this, arena, segment, access, false);
     }
@@ -74,8 +92,15 @@ public final class ProtectionDomain extends Resource {
     /**
      * Allocates {@code size} bytes of page-aligned native memory and registers it: the safe default,
      * since the region owns the memory and frees it only after deregistering, when it is closed.
+     * The memory is zeroed.
      *
+     * @param size   the number of bytes
+     * @param access the access rights; with none, only {@link AccessFlag#LOCAL_WRITE} (which is always added)
+     * @return the memory region, owner of its memory; close it before this protection domain
+     * @throws NullPointerException     if {@code access} or an access flag is null
      * @throws IllegalArgumentException if {@code size} is not positive or cannot be allocated
+     * @throws IllegalStateException    if this domain is closed
+     * @throws VerbsException           if registration fails; {@code ENOMEM} usually means the memlock limit
      */
     public MemoryRegion allocateAndRegister(long size, AccessFlag... access) {
         if (size <= 0) {
@@ -97,7 +122,21 @@ public final class ProtectionDomain extends Resource {
         }
     }
 
-    /** {@code ibv_create_qp}: a queue pair in state RESET. */
+    /**
+     * {@code ibv_create_qp}: a queue pair in state RESET.
+     *
+     * @param init its type, completion queues, optional shared receive queue and capacities
+     * @return the queue pair; close it before this domain, its completion queues and its shared
+     *         receive queue
+     * @throws NullPointerException     if {@code init} is null
+     * @throws IllegalArgumentException if a completion queue or the shared receive queue belongs to
+     *                                  another context
+     * @throws IllegalStateException    if this domain, a completion queue or the shared receive queue is
+     *                                  closed
+     * @throws VerbsException           if {@code ibv_create_qp} fails: EINVAL when a capacity exceeds the
+     *                                  device's limits or the type is not supported, ENOMEM for the memlock
+     *                                  limit
+     */
     public QueuePair createQueuePair(QpInitAttributes init) {
         return new QueuePair(this, init);
     }
@@ -107,12 +146,24 @@ public final class ProtectionDomain extends Resource {
      *
      * @param maxWr  the number of receives it holds
      * @param maxSge the number of scatter entries per receive
+     * @return the shared receive queue; close it after the queue pairs that use it, before this domain
+     * @throws IllegalArgumentException if {@code maxWr} or {@code maxSge} is not positive
+     * @throws IllegalStateException    if this domain is closed
+     * @throws VerbsException           if {@code ibv_create_srq} fails, e.g. beyond the device's limits
      */
     public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge) {
         return new SharedReceiveQueue(this, maxWr, maxSge);
     }
 
-    /** {@code ibv_create_ah}: an address handle, to send UD datagrams to one destination. */
+    /**
+     * {@code ibv_create_ah}: an address handle, to send UD datagrams to one destination.
+     *
+     * @param destination where the datagrams go (on RoCE: with a global route)
+     * @return the address handle; close it before this domain
+     * @throws NullPointerException  if {@code destination} is null
+     * @throws IllegalStateException if this domain is closed
+     * @throws VerbsException        if {@code ibv_create_ah} fails, e.g. EINVAL on RoCE without a global route
+     */
     public AddressHandle createAddressHandle(AddressVector destination) {
         return new AddressHandle(this, destination);
     }

@@ -22,12 +22,15 @@ public final class QpAttributes {
     final MemorySegment attr;
     int mask;
 
-    /** Empty attributes: nothing set. */
+    /**
+     * Empty attributes: nothing set. Not thread-safe: fill them in one thread, then pass them to
+     * {@link QueuePair#modify(QpAttributes)}.
+     */
     public QpAttributes() {
         attr = Arena.ofAuto().allocate(ibv_qp_attr.layout());
     }
 
-    /** The {@code enum ibv_qp_attr_mask} bits set so far. */
+    /** {@return the {@code enum ibv_qp_attr_mask} bits set so far} */
     public int mask() {
         return mask;
     }
@@ -37,169 +40,258 @@ public final class QpAttributes {
         return this;
     }
 
-    /** {@code qp_state} ({@code IBV_QP_STATE}): the state to move to. */
+    /**
+     * {@code qp_state} ({@code IBV_QP_STATE}): the state to move to.
+     *
+     * @param state the state to move to
+     * @return these attributes
+     * @throws NullPointerException if {@code state} is null
+     */
     public QpAttributes state(QpState state) {
         ibv_qp_attr.qp_state(attr, state.value);
         return set(Verbs.IBV_QP_STATE());
     }
 
-    /** {@code qp_state}. */
+    /** {@return {@code qp_state}: the state set, or queried} */
     public QpState state() {
         return QpState.of(ibv_qp_attr.qp_state(attr));
     }
 
-    /** {@code pkey_index} ({@code IBV_QP_PKEY_INDEX}). */
+    /**
+     * {@code pkey_index} ({@code IBV_QP_PKEY_INDEX}).
+     *
+     * @param index the partition key index
+     * @return these attributes
+     */
     public QpAttributes pkeyIndex(int index) {
         ibv_qp_attr.pkey_index(attr, (short) index);
         return set(Verbs.IBV_QP_PKEY_INDEX());
     }
 
-    /** {@code port_num} ({@code IBV_QP_PORT}). */
+    /**
+     * {@code port_num} ({@code IBV_QP_PORT}).
+     *
+     * @param port the port number, from 1
+     * @return these attributes
+     */
     public QpAttributes port(int port) {
         ibv_qp_attr.port_num(attr, (byte) port);
         return set(Verbs.IBV_QP_PORT());
     }
 
-    /** {@code port_num}. */
+    /** {@return {@code port_num}: the port number} */
     public int port() {
         return Byte.toUnsignedInt(ibv_qp_attr.port_num(attr));
     }
 
-    /** {@code qp_access_flags} ({@code IBV_QP_ACCESS_FLAGS}): which remote operations peers may do. */
+    /**
+     * {@code qp_access_flags} ({@code IBV_QP_ACCESS_FLAGS}): which remote operations peers may do.
+     *
+     * @param flags the remote operations allowed ({@code REMOTE_WRITE}, {@code REMOTE_READ}, {@code REMOTE_ATOMIC})
+     * @return these attributes
+     * @throws NullPointerException if {@code flags} is null
+     */
     public QpAttributes accessFlags(Set<AccessFlag> flags) {
         ibv_qp_attr.qp_access_flags(attr, AccessFlag.mask(flags));
         return set(Verbs.IBV_QP_ACCESS_FLAGS());
     }
 
-    /** {@code qp_access_flags}. */
+    /** {@return {@code qp_access_flags}: the remote operations allowed} */
     public Set<AccessFlag> accessFlags() {
         return AccessFlag.of(ibv_qp_attr.qp_access_flags(attr));
     }
 
-    /** {@code qkey} ({@code IBV_QP_QKEY}): UD only. */
+    /**
+     * {@code qkey} ({@code IBV_QP_QKEY}): UD only.
+     *
+     * @param qkey the Q_Key
+     * @return these attributes
+     */
     public QpAttributes qkey(int qkey) {
         ibv_qp_attr.qkey(attr, qkey);
         return set(Verbs.IBV_QP_QKEY());
     }
 
-    /** {@code qkey}. */
+    /** {@return {@code qkey}: the Q_Key (UD)} */
     public int qkey() {
         return ibv_qp_attr.qkey(attr);
     }
 
-    /** {@code path_mtu} ({@code IBV_QP_PATH_MTU}). */
+    /**
+     * {@code path_mtu} ({@code IBV_QP_PATH_MTU}).
+     *
+     * @param mtu the path MTU, at most the port's active MTU
+     * @return these attributes
+     * @throws NullPointerException if {@code mtu} is null
+     */
     public QpAttributes pathMtu(Mtu mtu) {
         ibv_qp_attr.path_mtu(attr, mtu.value);
         return set(Verbs.IBV_QP_PATH_MTU());
     }
 
-    /** {@code path_mtu}. */
+    /** {@return {@code path_mtu}: the path MTU} */
     public Mtu pathMtu() {
         return Mtu.of(ibv_qp_attr.path_mtu(attr));
     }
 
-    /** {@code dest_qp_num} ({@code IBV_QP_DEST_QPN}). */
+    /**
+     * {@code dest_qp_num} ({@code IBV_QP_DEST_QPN}).
+     *
+     * @param qpn the peer's queue pair number
+     * @return these attributes
+     */
     public QpAttributes destQpNum(int qpn) {
         ibv_qp_attr.dest_qp_num(attr, qpn);
         return set(Verbs.IBV_QP_DEST_QPN());
     }
 
-    /** {@code dest_qp_num}. */
+    /** {@return {@code dest_qp_num}: the peer's queue pair number} */
     public int destQpNum() {
         return ibv_qp_attr.dest_qp_num(attr);
     }
 
-    /** {@code rq_psn} ({@code IBV_QP_RQ_PSN}): the first PSN expected from the peer. */
+    /**
+     * {@code rq_psn} ({@code IBV_QP_RQ_PSN}): the first PSN expected from the peer.
+     *
+     * @param psn the peer's first PSN (24 bits)
+     * @return these attributes
+     */
     public QpAttributes rqPsn(int psn) {
         ibv_qp_attr.rq_psn(attr, psn);
         return set(Verbs.IBV_QP_RQ_PSN());
     }
 
-    /** {@code rq_psn}. */
+    /** {@return {@code rq_psn}: the first PSN expected from the peer} */
     public int rqPsn() {
         return ibv_qp_attr.rq_psn(attr);
     }
 
-    /** {@code sq_psn} ({@code IBV_QP_SQ_PSN}): the first PSN sent. */
+    /**
+     * {@code sq_psn} ({@code IBV_QP_SQ_PSN}): the first PSN sent.
+     *
+     * @param psn this queue pair's first PSN (24 bits)
+     * @return these attributes
+     */
     public QpAttributes sqPsn(int psn) {
         ibv_qp_attr.sq_psn(attr, psn);
         return set(Verbs.IBV_QP_SQ_PSN());
     }
 
-    /** {@code sq_psn}. */
+    /** {@return {@code sq_psn}: the first PSN sent} */
     public int sqPsn() {
         return ibv_qp_attr.sq_psn(attr);
     }
 
-    /** {@code max_dest_rd_atomic} ({@code IBV_QP_MAX_DEST_RD_ATOMIC}): incoming reads/atomics in flight. */
+    /**
+     * {@code max_dest_rd_atomic} ({@code IBV_QP_MAX_DEST_RD_ATOMIC}): incoming reads/atomics in flight.
+     *
+     * @param n the depth, 0 to 255
+     * @return these attributes
+     */
     public QpAttributes maxDestRdAtomic(int n) {
         ibv_qp_attr.max_dest_rd_atomic(attr, (byte) n);
         return set(Verbs.IBV_QP_MAX_DEST_RD_ATOMIC());
     }
 
-    /** {@code max_rd_atomic} ({@code IBV_QP_MAX_QP_RD_ATOMIC}): outgoing reads/atomics in flight. */
+    /**
+     * {@code max_rd_atomic} ({@code IBV_QP_MAX_QP_RD_ATOMIC}): outgoing reads/atomics in flight.
+     *
+     * @param n the depth, 0 to 255
+     * @return these attributes
+     */
     public QpAttributes maxRdAtomic(int n) {
         ibv_qp_attr.max_rd_atomic(attr, (byte) n);
         return set(Verbs.IBV_QP_MAX_QP_RD_ATOMIC());
     }
 
-    /** {@code min_rnr_timer} ({@code IBV_QP_MIN_RNR_TIMER}). */
+    /**
+     * {@code min_rnr_timer} ({@code IBV_QP_MIN_RNR_TIMER}).
+     *
+     * @param timer the timer code, 0 to 31 (an index into the IB spec's table of delays)
+     * @return these attributes
+     */
     public QpAttributes minRnrTimer(int timer) {
         ibv_qp_attr.min_rnr_timer(attr, (byte) timer);
         return set(Verbs.IBV_QP_MIN_RNR_TIMER());
     }
 
-    /** {@code timeout} ({@code IBV_QP_TIMEOUT}): the ack timeout, 4.096 µs × 2^timeout. */
+    /**
+     * {@code timeout} ({@code IBV_QP_TIMEOUT}): the ack timeout, 4.096 µs × 2^timeout.
+     *
+     * @param timeout the exponent, 0 to 31 (0: wait forever)
+     * @return these attributes
+     */
     public QpAttributes timeout(int timeout) {
         ibv_qp_attr.timeout(attr, (byte) timeout);
         return set(Verbs.IBV_QP_TIMEOUT());
     }
 
-    /** {@code retry_cnt} ({@code IBV_QP_RETRY_CNT}). */
+    /**
+     * {@code retry_cnt} ({@code IBV_QP_RETRY_CNT}).
+     *
+     * @param n the transport retries, 0 to 7
+     * @return these attributes
+     */
     public QpAttributes retryCount(int n) {
         ibv_qp_attr.retry_cnt(attr, (byte) n);
         return set(Verbs.IBV_QP_RETRY_CNT());
     }
 
-    /** {@code rnr_retry} ({@code IBV_QP_RNR_RETRY}); 7 means forever. */
+    /**
+     * {@code rnr_retry} ({@code IBV_QP_RNR_RETRY}); 7 means forever.
+     *
+     * @param n the receiver-not-ready retries, 0 to 7
+     * @return these attributes
+     */
     public QpAttributes rnrRetry(int n) {
         ibv_qp_attr.rnr_retry(attr, (byte) n);
         return set(Verbs.IBV_QP_RNR_RETRY());
     }
 
-    /** {@code en_sqd_async_notify} ({@code IBV_QP_EN_SQD_ASYNC_NOTIFY}): report SQ_DRAINED when moving to SQD. */
+    /**
+     * {@code en_sqd_async_notify} ({@code IBV_QP_EN_SQD_ASYNC_NOTIFY}): report SQ_DRAINED when moving to SQD.
+     *
+     * @param on whether to report it
+     * @return these attributes
+     */
     public QpAttributes sqDrainedNotify(boolean on) {
         ibv_qp_attr.en_sqd_async_notify(attr, (byte) (on ? 1 : 0));
         return set(Verbs.IBV_QP_EN_SQD_ASYNC_NOTIFY());
     }
 
-    /** {@code ah_attr} ({@code IBV_QP_AV}): the path to the peer. */
+    /**
+     * {@code ah_attr} ({@code IBV_QP_AV}): the path to the peer.
+     *
+     * @param av the path
+     * @return these attributes
+     * @throws NullPointerException if {@code av} is null
+     */
     public QpAttributes addressVector(AddressVector av) {
         av.writeTo(ibv_qp_attr.ah_attr(attr));
         return set(Verbs.IBV_QP_AV());
     }
 
-    /** {@code ah_attr}. */
+    /** {@return {@code ah_attr}: the path to the peer} */
     public AddressVector addressVector() {
         return AddressVector.readFrom(ibv_qp_attr.ah_attr(attr));
     }
 
-    /** {@code cap.max_send_wr} (read from a query). */
+    /** {@return {@code cap.max_send_wr} (read from a query)} */
     public int maxSendWr() {
         return ibv_qp_cap.max_send_wr(ibv_qp_attr.cap(attr));
     }
 
-    /** {@code cap.max_recv_wr} (read from a query). */
+    /** {@return {@code cap.max_recv_wr} (read from a query)} */
     public int maxRecvWr() {
         return ibv_qp_cap.max_recv_wr(ibv_qp_attr.cap(attr));
     }
 
-    /** {@code cap.max_inline_data} (read from a query). */
+    /** {@return {@code cap.max_inline_data} (read from a query)} */
     public int maxInlineData() {
         return ibv_qp_cap.max_inline_data(ibv_qp_attr.cap(attr));
     }
 
-    /** Which fields are set, by name. */
+    /** {@return the mask of the fields set, in hex, and the state if it is set} */
     @Override
     public String toString() {
         return "QpAttributes[mask=0x" + Integer.toHexString(mask) + (mask != 0 && (mask & Verbs.IBV_QP_STATE()) != 0

@@ -5,7 +5,8 @@ import java.util.Objects;
 /**
  * What a queue pair is created with: {@code struct ibv_qp_init_attr}, for
  * {@link ProtectionDomain#createQueuePair(QpInitAttributes)}. Defaults: 16 send and 16 receive work
- * requests, one SGE each, no inline data, only signaled sends complete.
+ * requests, one SGE each, no inline data, only signaled sends complete. The device may grant more
+ * than asked: see {@link QueuePair#capabilities()}. Not thread-safe: fill it in one thread.
  *
  * <pre>{@code
  * QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(64).maxInlineData(64));
@@ -23,7 +24,14 @@ public final class QpInitAttributes {
     int maxInlineData;
     boolean sqSigAll;
 
-    /** A queue pair of {@code type} reporting to {@code sendCq} and {@code recvCq} (may be the same). */
+    /**
+     * A queue pair of {@code type} reporting to {@code sendCq} and {@code recvCq} (may be the same).
+     *
+     * @param type   the transport type
+     * @param sendCq the completion queue of the send queue
+     * @param recvCq the completion queue of the receive queue
+     * @throws NullPointerException if an argument is null
+     */
     public QpInitAttributes(QpType type, CompletionQueue sendCq, CompletionQueue recvCq) {
         this.type = Objects.requireNonNull(type, "type");
         this.sendCq = Objects.requireNonNull(sendCq, "sendCq");
@@ -37,48 +45,89 @@ public final class QpInitAttributes {
         return n;
     }
 
-    /** The transport type. */
+    /** {@return the transport type} */
     public QpType type() {
         return type;
     }
 
-    /** {@code cap.max_send_wr}. */
+    /**
+     * {@code cap.max_send_wr}: the depth of the send queue, the most sends outstanding.
+     *
+     * @param n the number of work requests
+     * @return these attributes
+     * @throws IllegalArgumentException if {@code n} is negative
+     */
     public QpInitAttributes maxSendWr(int n) {
         this.maxSendWr = positive("maxSendWr", n);
         return this;
     }
 
-    /** {@code cap.max_recv_wr}. */
+    /**
+     * {@code cap.max_recv_wr}: the depth of the receive queue (ignored with a shared receive queue).
+     *
+     * @param n the number of work requests
+     * @return these attributes
+     * @throws IllegalArgumentException if {@code n} is negative
+     */
     public QpInitAttributes maxRecvWr(int n) {
         this.maxRecvWr = positive("maxRecvWr", n);
         return this;
     }
 
-    /** {@code cap.max_send_sge}. */
+    /**
+     * {@code cap.max_send_sge}: the most scatter/gather entries per send.
+     *
+     * @param n the number of entries
+     * @return these attributes
+     * @throws IllegalArgumentException if {@code n} is negative
+     */
     public QpInitAttributes maxSendSge(int n) {
         this.maxSendSge = positive("maxSendSge", n);
         return this;
     }
 
-    /** {@code cap.max_recv_sge}. */
+    /**
+     * {@code cap.max_recv_sge}: the most scatter/gather entries per receive (ignored with a shared
+     * receive queue).
+     *
+     * @param n the number of entries
+     * @return these attributes
+     * @throws IllegalArgumentException if {@code n} is negative
+     */
     public QpInitAttributes maxRecvSge(int n) {
         this.maxRecvSge = positive("maxRecvSge", n);
         return this;
     }
 
-    /** {@code cap.max_inline_data}. */
+    /**
+     * {@code cap.max_inline_data}: the most bytes a send may carry inline.
+     *
+     * @param n the number of bytes
+     * @return these attributes
+     * @throws IllegalArgumentException if {@code n} is negative
+     */
     public QpInitAttributes maxInlineData(int n) {
         this.maxInlineData = positive("maxInlineData", n);
         return this;
     }
 
-    /** {@code sq_sig_all}: every send produces a completion, whatever its flags. */
+    /**
+     * {@code sq_sig_all}: every send produces a completion, whatever its flags.
+     *
+     * @param on whether every send is signaled
+     * @return these attributes
+     */
     public QpInitAttributes signalAll(boolean on) {
         this.sqSigAll = on;
         return this;
     }
 
-    /** {@code srq}: receive from a shared receive queue instead of an own one; null for none. */
+    /**
+     * {@code srq}: receive from a shared receive queue instead of an own one.
+     *
+     * @param srq the shared receive queue, of the same context; null for none
+     * @return these attributes
+     */
     public QpInitAttributes sharedReceiveQueue(SharedReceiveQueue srq) {
         this.srq = srq;
         return this;

@@ -28,12 +28,18 @@ public enum QpType {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_qp_type}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_qp_type}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static QpType of(int value) {
         return C.of(value);
     }

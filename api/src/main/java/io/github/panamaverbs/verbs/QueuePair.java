@@ -31,7 +31,12 @@ import java.util.function.UnaryOperator;
  *
  * <p>Posting and polling from one thread per queue is the model: a queue pair may be posted to from
  * several threads (the provider locks), but a {@link SendRequest} must not be changed while another
- * thread posts it.
+ * thread posts it. The memory a posted request names belongs to the device until the request's
+ * completion is polled (see <a href="package-summary.html#buffers">when a posted buffer may be
+ * reused</a>).
+ *
+ * <p>Close a queue pair before its protection domain, its completion queues and its shared receive
+ * queue; they refuse to close while it is open.
  */
 public final class QueuePair extends Resource {
     private static final MethodHandle CREATE = Native.withErrno(
@@ -128,37 +133,49 @@ public final class QueuePair extends Resource {
         });
     }
 
-    /** {@code qp_num}: this queue pair's number, which peers address. */
+    /** {@return {@code qp_num}: this queue pair's number, which peers address} */
     public int qpNumber() {
         return qpNum;
     }
 
-    /** The transport type. */
+    /** {@return the transport type} */
     public QpType type() {
         return type;
     }
 
-    /** What the device granted at creation. */
+    /** {@return what the device granted at creation} */
     public QpCapabilities capabilities() {
         return capabilities;
     }
 
-    /** The protection domain it was created in. */
+    /** {@return the protection domain it was created in} */
     public ProtectionDomain protectionDomain() {
         return pd;
     }
 
-    /** The first PSN this queue pair sends with (random, chosen at creation). */
+    /** {@return the first PSN this queue pair sends with (random, chosen at creation)} */
     public int initialPsn() {
         return psn;
     }
 
-    /** The state after the last successful {@link #modify(QpAttributes)} (no query). */
+    /**
+     * {@return the state after the last successful {@link #modify(QpAttributes)} or {@link #query()}}
+     * No query is made; for a queue pair of the connection manager, the state librdmacm moved it to.
+     */
     public QpState state() {
         return state;
     }
 
-    /** {@code ibv_modify_qp}: applies the attributes that were set, with their mask. */
+    /**
+     * {@code ibv_modify_qp}: applies the attributes that were set, with their mask.
+     *
+     * @param attributes the attributes, each setter of which sets its mask bit
+     * @throws NullPointerException     if {@code attributes} is null
+     * @throws IllegalArgumentException if no attribute is set
+     * @throws IllegalStateException    if the queue pair is closed
+     * @throws VerbsException           naming the transition, if {@code ibv_modify_qp} fails (EINVAL: an
+     *                                  attribute or the mask is not valid for this transition)
+     */
     public void modify(QpAttributes attributes) {
         Objects.requireNonNull(attributes, "attributes");
         if (attributes.mask == 0) {
@@ -175,7 +192,13 @@ public final class QueuePair extends Resource {
         }
     }
 
-    /** {@code ibv_query_qp}: the current attributes, state included. */
+    /**
+     * {@code ibv_query_qp}: the current attributes, state included.
+     *
+     * @return the attributes, with the mask of those queried
+     * @throws IllegalStateException if the queue pair is closed
+     * @throws VerbsException        if {@code ibv_query_qp} fails
+     */
     public QpAttributes query() {
         QpAttributes result = new QpAttributes();
         int all = Verbs.IBV_QP_STATE() | Verbs.IBV_QP_PKEY_INDEX() | Verbs.IBV_QP_PORT() | Verbs.IBV_QP_ACCESS_FLAGS()
@@ -192,6 +215,12 @@ public final class QueuePair extends Resource {
     /**
      * What the peer needs to connect to this queue pair: the port's LID, this QP's number and first
      * PSN, and the GID at {@code options.gidIndex()} (zero when it is -1).
+     *
+     * @param options the local port and GID index
+     * @return this queue pair's endpoint, to send to the peer out of band
+     * @throws NullPointerException  if {@code options} is null
+     * @throws IllegalStateException if the context is closed
+     * @throws VerbsException        if querying the port or the GID fails, e.g. no such port or GID index
      */
     public RemoteEndpoint localEndpoint(ConnectOptions options) {
         Objects.requireNonNull(options, "options");
@@ -204,6 +233,13 @@ public final class QueuePair extends Resource {
      * RESET → INIT: the port and partition key index; for RC and UC the remote access rights
      * ({@link ConnectOptions#access}), for UD the Q_Key ({@link ConnectOptions#qkey}). Receives may be
      * posted from INIT on.
+     *
+     * @param options the port, partition key index, access rights or Q_Key
+     * @throws NullPointerException          if {@code options} is null
+     * @throws UnsupportedOperationException for a queue pair that is not RC, UC or UD (use
+     *                                       {@link #modify(QpAttributes)})
+     * @throws IllegalStateException         if the queue pair is closed
+     * @throws VerbsException                if {@code ibv_modify_qp} fails, e.g. when the queue pair is past INIT
      */
     public void toInit(ConnectOptions options) {
         Objects.requireNonNull(options, "options");
@@ -222,6 +258,13 @@ public final class QueuePair extends Resource {
      * {@code options} names a GID index, as RoCE needs, or when the remote has no LID), the path MTU,
      * the remote QP number and first PSN; for RC also the responder's read/atomic depth and the
      * minimum RNR timer. A UD queue pair needs none of these: {@code remote} may be null.
+     *
+     * @param remote  the peer's endpoint; ignored, and may be null, for UD
+     * @param options the path and timer settings
+     * @throws NullPointerException     if {@code options} is null, or {@code remote} for RC and UC
+     * @throws IllegalArgumentException if the remote has no LID and {@code options} names no GID index
+     * @throws IllegalStateException    if the queue pair is closed
+     * @throws VerbsException           if {@code ibv_modify_qp} fails, e.g. when not in INIT
      */
     public void toRtr(RemoteEndpoint remote, ConnectOptions options) {
         Objects.requireNonNull(options, "options");
@@ -248,6 +291,11 @@ public final class QueuePair extends Resource {
     /**
      * RTR → RTS (ready to send): this queue pair's first PSN; for RC also the ACK timeout, the retry
      * counts and the initiator's read/atomic depth.
+     *
+     * @param options the timeout, retry counts and read/atomic depth
+     * @throws NullPointerException  if {@code options} is null
+     * @throws IllegalStateException if the queue pair is closed
+     * @throws VerbsException        if {@code ibv_modify_qp} fails, e.g. when not in RTR or RTS
      */
     public void toRts(ConnectOptions options) {
         Objects.requireNonNull(options, "options");
@@ -263,6 +311,14 @@ public final class QueuePair extends Resource {
      * Brings this queue pair to RTS: {@link #toInit} (unless it is in INIT already, for receives
      * posted early), {@link #toRtr}, {@link #toRts}. For RC and UC, {@code remote} is the peer's
      * endpoint; for UD it is not needed (null) and {@code options} carries the Q_Key.
+     *
+     * @param remote  the peer's endpoint; null for UD
+     * @param options the settings of the three transitions
+     * @throws NullPointerException          if {@code options} is null, or {@code remote} for RC and UC
+     * @throws UnsupportedOperationException for a queue pair that is not RC, UC or UD
+     * @throws IllegalArgumentException      if the remote has no LID and {@code options} names no GID index
+     * @throws IllegalStateException         if the queue pair is closed
+     * @throws VerbsException                if a transition fails (the queue pair stays in the state it reached)
      */
     public void connect(RemoteEndpoint remote, ConnectOptions options) {
         Objects.requireNonNull(options, "options");
@@ -279,6 +335,12 @@ public final class QueuePair extends Resource {
     /**
      * Brings a UD queue pair to RTS with Q_Key {@code qkey}: an alias of
      * {@code connect(null, options.copy().qkey(qkey))}, kept for its name.
+     *
+     * @param options the port and partition key index
+     * @param qkey    the Q_Key
+     * @throws IllegalStateException if this is not a UD queue pair, or it is closed
+     * @throws NullPointerException  if {@code options} is null
+     * @throws VerbsException        if a transition fails
      */
     public void activateDatagram(ConnectOptions options, int qkey) {
         if (type != QpType.UD) {
@@ -287,12 +349,24 @@ public final class QueuePair extends Resource {
         connect(null, Objects.requireNonNull(options, "options").copy().qkey(qkey));
     }
 
-    /** Moves to ERR: outstanding work requests complete with {@link WcStatus#WR_FLUSH_ERR}. */
+    /**
+     * Moves to ERR: outstanding work requests complete with {@link WcStatus#WR_FLUSH_ERR}.
+     *
+     * @throws IllegalStateException if the queue pair is closed
+     * @throws VerbsException        if {@code ibv_modify_qp} fails
+     */
     public void toError() {
         modify(new QpAttributes().state(QpState.ERR));
     }
 
-    /** Moves to RESET, from any state: the queues are emptied and the QP can be connected again. */
+    /**
+     * Moves to RESET, from any state: the queues are emptied and the QP can be connected again.
+     * Requests still outstanding are dropped without completions: to account for them, move to ERR
+     * first ({@link #toError()}) and poll their flushed completions.
+     *
+     * @throws IllegalStateException if the queue pair is closed
+     * @throws VerbsException        if {@code ibv_modify_qp} fails
+     */
     public void reset() {
         modify(new QpAttributes().state(QpState.RESET));
     }
@@ -301,8 +375,11 @@ public final class QueuePair extends Resource {
      * {@code ibv_post_send}: posts {@code request} and every request chained after it. Allocates nothing.
      *
      * <p>The buffers the requests name belong to the device until their completions are polled:
-     * change, reuse or free them only then (inline data excepted, which is copied when posted).
+     * change, reuse or free them only then (inline data excepted, which is copied when posted). The
+     * request objects themselves may be changed and posted again as soon as this returns.
      *
+     * @param request the first request of the chain
+     * @throws NullPointerException  if {@code request} is null
      * @throws VerbsException        naming the first request that was not posted and why
      * @throws IllegalStateException if this queue pair, a memory region or an address handle of the
      *                               chain is closed, a request's memory was freed, or a request on a UD
@@ -325,7 +402,16 @@ public final class QueuePair extends Resource {
 
     /**
      * {@code ibv_post_recv}: posts {@code request} and every request chained after it. Allocates nothing.
-     * The buffers belong to the device until the receive's completion is polled.
+     * The buffers belong to the device until the receive's completion is polled; the request objects
+     * may be changed and posted again as soon as this returns. Receives may be posted from INIT on.
+     *
+     * @param request the first request of the chain
+     * @throws NullPointerException  if {@code request} is null
+     * @throws IllegalStateException if this queue pair receives from a shared receive queue, if it or a
+     *                               memory region of the chain is closed, or if the memory of a request
+     *                               or of a region was freed
+     * @throws VerbsException        naming the first request that was not posted and why (ENOMEM: the
+     *                               receive queue is full)
      */
     public void postReceive(ReceiveRequest request) {
         if (hasSrq) {

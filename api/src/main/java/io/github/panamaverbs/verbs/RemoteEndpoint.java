@@ -16,7 +16,11 @@ public record RemoteEndpoint(int lid, int qpn, int psn, Gid gid) {
     /** The size of {@link #toBytes()}: 2 + 4 + 4 + 16. */
     public static final int BYTES = 26;
 
-    /** Checks the ranges. */
+    /**
+     * Checks the ranges.
+     *
+     * @throws IllegalArgumentException if {@code lid}, {@code qpn} or {@code psn} is out of range
+     */
     public RemoteEndpoint {
         if (lid < 0 || lid > 0xffff) {
             throw new IllegalArgumentException("LID out of range: " + lid);
@@ -32,12 +36,19 @@ public record RemoteEndpoint(int lid, int qpn, int psn, Gid gid) {
         }
     }
 
-    /** {@link #BYTES} bytes in network order: lid, qpn, psn, gid. */
+    /** {@return {@link #BYTES} bytes in network order: lid, qpn, psn, gid} */
     public byte[] toBytes() {
         return ByteBuffer.allocate(BYTES).putShort((short) lid).putInt(qpn).putInt(psn).put(gid.bytes()).array();
     }
 
-    /** The inverse of {@link #toBytes()}. */
+    /**
+     * The inverse of {@link #toBytes()}.
+     *
+     * @param bytes {@link #BYTES} bytes, as {@link #toBytes()} writes them
+     * @return the endpoint
+     * @throws NullPointerException     if {@code bytes} is null
+     * @throws IllegalArgumentException if {@code bytes} is not {@link #BYTES} long, or a field is out of range
+     */
     public static RemoteEndpoint fromBytes(byte[] bytes) {
         if (bytes.length != BYTES) {
             throw new IllegalArgumentException("an endpoint has " + BYTES + " bytes, not " + bytes.length);
@@ -51,7 +62,7 @@ public record RemoteEndpoint(int lid, int qpn, int psn, Gid gid) {
         return new RemoteEndpoint(lid, qpn, psn, Gid.of(gid));
     }
 
-    /** Whether the peer must be reached through a GRH: it has a GID and no LID (RoCE). */
+    /** {@return whether the peer has a GID (it is not {@link Gid#ZERO}), so that a GRH can reach it (RoCE)} */
     public boolean needsGrh() {
         return !gid.isZero();
     }

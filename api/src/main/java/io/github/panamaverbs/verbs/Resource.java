@@ -114,18 +114,21 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
     }
 
-    /** Whether {@link #close()} has completed. */
+    /** {@return whether {@link #close()} has completed} */
     public final synchronized boolean isClosed() {
         return closed;
     }
 
     /**
      * Destroys the C object ({@code ibv_dealloc_pd}, {@code ibv_destroy_qp}, …). If the C verb fails,
-     * the resource stays open and usable, and can be closed again later.
+     * the resource stays open and usable, and can be closed again later. Other threads may be posting
+     * to or polling this resource: their calls are waited for (at most 2 s), and their next call
+     * throws {@link IllegalStateException}.
      *
-     * @throws IllegalStateException if already closed, if resources created from this one are open, or
-     *                               if another thread is in a call that uses it right now
-     * @throws VerbsException        if the C verb fails
+     * @throws IllegalStateException if already closed, if resources created from this one (or using
+     *                               it) are open, naming them, or if another thread has been in a call
+     *                               that uses it for 2 s; the resource then stays open
+     * @throws VerbsException        if the C verb fails; the resource then stays open
      */
     @Override
     public final void close() {

@@ -24,7 +24,7 @@ public enum SendFlag {
         this.value = value;
     }
 
-    /** The C bit of this flag. */
+    /** {@return the C bit of this flag, in {@code enum ibv_send_flags}} */
     public int value() {
         return value;
     }

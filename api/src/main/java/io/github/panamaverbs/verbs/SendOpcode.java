@@ -40,12 +40,18 @@ public enum SendOpcode {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_wr_opcode}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_wr_opcode}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static SendOpcode of(int value) {
         return C.of(value);
     }

@@ -25,7 +25,12 @@ import java.util.Set;
  *
  * <p>Every scatter/gather entry is checked against its {@link MemoryRegion} when set (the range) and
  * when posted (the region and its memory still alive), so a bad entry never reaches the device.
- * Requests can be chained with {@link #next(SendRequest)} and posted in one call. Not thread-safe.
+ * Requests can be chained with {@link #next(WorkRequest) next(SendRequest)} and posted in one call.
+ *
+ * <p>Not thread-safe: one thread at a time. Once {@link QueuePair#postSend(SendRequest)} returns,
+ * the request may be changed and posted again; the memory its entries name belongs to the device
+ * until the completion is polled (see <a href="package-summary.html#buffers">when a posted buffer
+ * may be reused</a>).
  */
 public final class SendRequest extends WorkRequest<SendRequest> {
     static final long WR_SIZE = ibv_send_wr.sizeof();
@@ -49,12 +54,26 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      */
     private AddressHandle ah;
 
-    /** A request with room for {@code maxSge} scatter/gather entries, in memory the GC frees. */
+    /**
+     * A request with room for {@code maxSge} scatter/gather entries, in memory the GC frees.
+     *
+     * @param maxSge the room for scatter/gather entries, 1 to 65536
+     * @throws IllegalArgumentException if {@code maxSge} is out of range
+     */
     public SendRequest(int maxSge) {
         this(maxSge, Arena.ofAuto());
     }
 
-    /** A request with room for {@code maxSge} scatter/gather entries, allocated in {@code arena}. */
+    /**
+     * A request with room for {@code maxSge} scatter/gather entries, allocated in {@code arena}.
+     * Once the arena is closed, posting the request throws {@link IllegalStateException}.
+     *
+     * @param maxSge the room for scatter/gather entries, 1 to 65536
+     * @param arena  where the request's memory is allocated
+     * @throws NullPointerException     if {@code arena} is null
+     * @throws IllegalArgumentException if {@code maxSge} is out of range
+     * @throws IllegalStateException    if {@code arena} is closed
+     */
     public SendRequest(int maxSge, Arena arena) {
         super(maxSge, arena, WR_SIZE, ibv_send_wr.wr_id$offset(), ibv_send_wr.next$offset(),
                 ibv_send_wr.sg_list$offset(), ibv_send_wr.num_sge$offset());
@@ -63,6 +82,11 @@ public final class SendRequest extends WorkRequest<SendRequest> {
     /**
      * {@code opcode}. {@link SendOpcode#BIND_MW}, {@link SendOpcode#TSO} and {@link SendOpcode#DRIVER1}
      * need parts of the request that this class does not build yet and are refused.
+     *
+     * @param opcode the operation
+     * @return this request
+     * @throws NullPointerException          if {@code opcode} is null
+     * @throws UnsupportedOperationException for {@code BIND_MW}, {@code TSO} and {@code DRIVER1}
      */
     public SendRequest opcode(SendOpcode opcode) {
         Objects.requireNonNull(opcode, "opcode");
@@ -74,18 +98,24 @@ public final class SendRequest extends WorkRequest<SendRequest> {
         return this;
     }
 
-    /** {@code opcode}. */
+    /** {@return {@code opcode}: the operation} */
     public SendOpcode opcode() {
         return SendOpcode.of(segment.get(JAVA_INT, OPCODE));
     }
 
-    /** {@code send_flags}, all at once. */
+    /**
+     * {@code send_flags}, all at once.
+     *
+     * @param flags the flags to set; the others are cleared
+     * @return this request
+     * @throws NullPointerException if {@code flags} is null
+     */
     public SendRequest flags(Set<SendFlag> flags) {
         segment.set(JAVA_INT, SEND_FLAGS, SendFlag.mask(Objects.requireNonNull(flags, "flags")));
         return this;
     }
 
-    /** {@code send_flags}. */
+    /** {@return {@code send_flags}: the flags set} */
     public Set<SendFlag> flags() {
         return SendFlag.of(segment.get(JAVA_INT, SEND_FLAGS));
     }
@@ -96,22 +126,44 @@ public final class SendRequest extends WorkRequest<SendRequest> {
         return this;
     }
 
-    /** {@code IBV_SEND_SIGNALED}: produce a completion. */
+    /**
+     * {@code IBV_SEND_SIGNALED}: produce a completion. Without it (and without
+     * {@link QpInitAttributes#signalAll(boolean)}) only a failed request completes.
+     *
+     * @param on whether to set the flag
+     * @return this request
+     */
     public SendRequest signaled(boolean on) {
         return flag(SendFlag.SIGNALED, on);
     }
 
-    /** {@code IBV_SEND_SOLICITED}: wake a receiver waiting for solicited events. */
+    /**
+     * {@code IBV_SEND_SOLICITED}: wake a receiver waiting for solicited events.
+     *
+     * @param on whether to set the flag
+     * @return this request
+     */
     public SendRequest solicited(boolean on) {
         return flag(SendFlag.SOLICITED, on);
     }
 
-    /** {@code IBV_SEND_FENCE}: wait for earlier reads and atomics first. */
+    /**
+     * {@code IBV_SEND_FENCE}: wait for earlier reads and atomics first.
+     *
+     * @param on whether to set the flag
+     * @return this request
+     */
     public SendRequest fence(boolean on) {
         return flag(SendFlag.FENCE, on);
     }
 
-    /** {@code IBV_SEND_INLINE}: copy the data into the request at post time (up to the QP's max_inline_data). */
+    /**
+     * {@code IBV_SEND_INLINE}: copy the data into the request at post time (up to the QP's
+     * {@code max_inline_data}); the buffer may then be reused as soon as the post returns.
+     *
+     * @param on whether to set the flag
+     * @return this request
+     */
     public SendRequest inline(boolean on) {
         return flag(SendFlag.INLINE, on);
     }
@@ -119,13 +171,25 @@ public final class SendRequest extends WorkRequest<SendRequest> {
     /**
      * Sends {@code data} inline: it is copied into the work request when posted, needs no memory
      * region, and may be reused as soon as {@code postSend} returns. Sets {@code IBV_SEND_INLINE}.
+     * It replaces the scatter/gather entries set before.
+     *
+     * @param data the bytes to send, at most the queue pair's {@code max_inline_data}
+     * @return this request
+     * @throws NullPointerException     if {@code data} is null
+     * @throws IllegalArgumentException if {@code data} is a heap segment, or longer than 2<sup>31</sup> - 1 bytes
      */
     public SendRequest inlineData(MemorySegment data) {
         sgl.inline(Objects.requireNonNull(data, "data"));
         return inline(true);
     }
 
-    /** {@code wr.rdma}: the remote address and key of an RDMA write or read. */
+    /**
+     * {@code wr.rdma}: the remote address and key of an RDMA write or read.
+     *
+     * @param remoteAddress the address in the peer's memory region ({@link MemoryRegion#address()} plus an offset)
+     * @param rkey          the peer's region's {@link MemoryRegion#rkey()}
+     * @return this request
+     */
     public SendRequest rdma(long remoteAddress, int rkey) {
         ah = null;
         segment.set(JAVA_LONG, RDMA_ADDR, remoteAddress);
@@ -137,6 +201,13 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * {@code wr.atomic}: the remote 8-byte word and operands of an atomic. For fetch-and-add,
      * {@code compareAdd} is the value added and {@code swap} is ignored; for compare-and-swap,
      * {@code swap} is stored if the word equals {@code compareAdd}. The old value lands in the SGE.
+     *
+     * @param remoteAddress the address of the remote word, 8-byte aligned
+     * @param rkey          the peer's region's {@link MemoryRegion#rkey()}
+     * @param compareAdd    the value compared (compare-and-swap) or added (fetch-and-add)
+     * @param swap          the value stored by compare-and-swap
+     * @return this request
+     * @throws IllegalArgumentException if {@code remoteAddress} is not 8-byte aligned
      */
     public SendRequest atomic(long remoteAddress, int rkey, long compareAdd, long swap) {
         if ((remoteAddress & 7) != 0) {
@@ -151,7 +222,13 @@ public final class SendRequest extends WorkRequest<SendRequest> {
         return this;
     }
 
-    /** {@code imm_data}, given in host order ({@code htonl} is done here). */
+    /**
+     * {@code imm_data}, given in host order ({@code htonl} is done here): for
+     * {@code SEND_WITH_IMM} and {@code RDMA_WRITE_WITH_IMM}.
+     *
+     * @param value the immediate data
+     * @return this request
+     */
     public SendRequest immediate(int value) {
         segment.set(JAVA_INT, IMM_DATA, Integer.reverseBytes(value));
         return this;
@@ -161,13 +238,25 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * {@code invalidate_rkey}: the key that {@link SendOpcode#SEND_WITH_INV} invalidates at the peer
      * and {@link SendOpcode#LOCAL_INV} locally. It shares memory with {@code imm_data} and is not
      * byte-swapped.
+     *
+     * @param rkey the key to invalidate
+     * @return this request
      */
     public SendRequest invalidateRkey(int rkey) {
         segment.set(JAVA_INT, IMM_DATA, rkey);
         return this;
     }
 
-    /** {@code wr.ud}: the destination of a UD send; needed for every send on a UD queue pair. */
+    /**
+     * {@code wr.ud}: the destination of a UD send; needed for every send on a UD queue pair. The
+     * address handle must stay open while the request is posted.
+     *
+     * @param destination the address handle of the destination
+     * @param remoteQpn   the destination queue pair's number
+     * @param remoteQkey  the destination queue pair's Q_Key
+     * @return this request
+     * @throws NullPointerException if {@code destination} is null
+     */
     public SendRequest datagram(AddressHandle destination, int remoteQpn, int remoteQkey) {
         Objects.requireNonNull(destination, "destination");
         segment.set(ADDRESS, UD_AH, destination.ptr());

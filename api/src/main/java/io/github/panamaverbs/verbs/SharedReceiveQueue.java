@@ -51,14 +51,21 @@ public final class SharedReceiveQueue extends Resource {
         });
     }
 
-    /** The protection domain it was created in. */
+    /** {@return the protection domain it was created in} */
     public ProtectionDomain protectionDomain() {
         return pd;
     }
 
     /**
      * {@code ibv_post_srq_recv}: posts {@code request} and those chained after it. Allocates nothing.
-     * The buffers belong to the device until the receive's completion is polled.
+     * The buffers belong to the device until the receive's completion is polled; the request object
+     * may be changed and posted again as soon as this returns.
+     *
+     * @param request the first request of the chain
+     * @throws NullPointerException  if {@code request} is null
+     * @throws IllegalStateException if this queue, or a memory region of the chain, is closed, or the
+     *                               memory of a request or of a region was freed
+     * @throws VerbsException        naming the first request that was not posted and why
      */
     public void postReceive(ReceiveRequest request) {
         Objects.requireNonNull(request, "request").checkChain(null);
@@ -78,6 +85,10 @@ public final class SharedReceiveQueue extends Resource {
     /**
      * {@code ibv_modify_srq(IBV_SRQ_LIMIT)}: arms the queue: when fewer than {@code limit} receives
      * remain, the context reports {@link AsyncEventType#SRQ_LIMIT_REACHED} once (then arm again).
+     *
+     * @param limit the number of receives below which the event is reported
+     * @throws IllegalStateException if the queue is closed
+     * @throws VerbsException        if {@code ibv_modify_srq} fails, e.g. for a limit above the queue's size
      */
     public void arm(int limit) {
         MemorySegment s = handle();
@@ -88,7 +99,13 @@ public final class SharedReceiveQueue extends Resource {
         });
     }
 
-    /** {@code ibv_query_srq}. */
+    /**
+     * {@code ibv_query_srq}: its size and armed limit.
+     *
+     * @return the attributes
+     * @throws IllegalStateException if the queue is closed
+     * @throws VerbsException        if {@code ibv_query_srq} fails
+     */
     public SrqAttributes query() {
         MemorySegment s = handle();
         return Native.call(c -> {

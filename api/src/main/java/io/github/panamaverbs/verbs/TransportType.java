@@ -26,12 +26,17 @@ public enum TransportType {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_transport_type}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; {@link #UNKNOWN} for values this binding does not know. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_transport_type}
+     * @return the constant, or {@link #UNKNOWN} for values this binding does not know
+     */
     public static TransportType of(int value) {
         return C.of(value, UNKNOWN);
     }

@@ -18,8 +18,11 @@ import io.github.panamaverbs.internal.Errno;
 public final class VerbsException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The C verb that failed. */
     private final String verb;
+    /** The errno it reported, or 0. */
     private final int errno;
+    /** The likely cause, or null. */
     private final String hint;
 
     /**
@@ -48,27 +51,27 @@ public final class VerbsException extends RuntimeException {
         return sb.toString();
     }
 
-    /** The C verb that failed, e.g. {@code ibv_create_qp}. */
+    /** {@return the C verb that failed, e.g. {@code ibv_create_qp}} */
     public String verb() {
         return verb;
     }
 
-    /** The errno value the verb reported; 0 when it reported none. */
+    /** {@return the errno value the verb reported; 0 when it reported none} */
     public int errno() {
         return errno;
     }
 
-    /** The symbolic name of {@link #errno()}, e.g. {@code ENOMEM}; {@code "0"} when there is none. */
+    /** {@return the symbolic name of {@link #errno()}, e.g. {@code ENOMEM}; {@code "0"} when there is none} */
     public String errnoName() {
         return errno == 0 ? "0" : Errno.name(errno);
     }
 
-    /** The {@code strerror} text of {@link #errno()}. */
+    /** {@return the {@code strerror} text of {@link #errno()}} */
     public String errnoText() {
         return Errno.describe(errno);
     }
 
-    /** A hint at the likely cause, or {@code null}. */
+    /** {@return a hint at the likely cause, or {@code null}} */
     public String hint() {
         return hint;
     }

@@ -52,12 +52,18 @@ public enum WcOpcode {
         this.value = value;
     }
 
-    /** The C value of this constant. */
+    /** {@return the C value of this constant, in {@code enum ibv_wc_opcode}} */
     public int value() {
         return value;
     }
 
-    /** The constant whose C value is {@code value}; throws {@link IllegalArgumentException} if none. */
+    /**
+     * The constant whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_wc_opcode}
+     * @return the constant
+     * @throws IllegalArgumentException if no constant has that value
+     */
     public static WcOpcode of(int value) {
         return C.of(value);
     }

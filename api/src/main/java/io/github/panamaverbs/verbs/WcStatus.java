@@ -71,17 +71,22 @@ public enum WcStatus {
         }
     }
 
-    /** The C value of this status. */
+    /** {@return the C value of this status, in {@code enum ibv_wc_status}} */
     public int value() {
         return ordinal();
     }
 
-    /** {@code ibv_wc_status_str}: e.g. "transport retry counter exceeded". */
+    /** {@return {@code ibv_wc_status_str}: libibverbs' text for this status, e.g. "transport retry counter exceeded"} */
     public String description() {
         return description;
     }
 
-    /** The status whose C value is {@code value}; {@link #GENERAL_ERR} for values this binding does not know. */
+    /**
+     * The status whose C value is {@code value}.
+     *
+     * @param value a C value of {@code enum ibv_wc_status}
+     * @return the status; {@link #GENERAL_ERR} for values this binding does not know
+     */
     public static WcStatus of(int value) {
         return value >= 0 && value < VALUES.length ? VALUES[value] : GENERAL_ERR;
     }

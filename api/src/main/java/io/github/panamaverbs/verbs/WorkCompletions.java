@@ -24,7 +24,7 @@ import java.util.Objects;
  *     long id = wc.wrId(i);
  * }
  * }</pre>
- * Not thread-safe: use one batch per polling thread.
+ * Not thread-safe: use one batch per polling thread. A poll overwrites what the previous one read.
  */
 public final class WorkCompletions {
     static final long SIZE = ibv_wc.sizeof();
@@ -51,12 +51,25 @@ public final class WorkCompletions {
     final int capacity;
     int count;
 
-    /** A batch of {@code capacity} completions in memory the garbage collector frees. */
+    /**
+     * A batch of {@code capacity} completions in memory the garbage collector frees.
+     *
+     * @param capacity the most completions one poll reads, 1 to 2<sup>22</sup>
+     * @throws IllegalArgumentException if {@code capacity} is out of range
+     */
     public WorkCompletions(int capacity) {
         this(capacity, Arena.ofAuto());
     }
 
-    /** A batch of {@code capacity} completions allocated in {@code arena}. */
+    /**
+     * A batch of {@code capacity} completions allocated in {@code arena}.
+     *
+     * @param capacity the most completions one poll reads, 1 to 2<sup>22</sup>
+     * @param arena    where the batch's memory is allocated; polling into the batch fails once it is closed
+     * @throws IllegalArgumentException if {@code capacity} is out of range
+     * @throws NullPointerException     if {@code arena} is null
+     * @throws IllegalStateException    if {@code arena} is closed
+     */
     public WorkCompletions(int capacity, Arena arena) {
         if (capacity <= 0 || capacity > MAX_CAPACITY) {
             throw new IllegalArgumentException("capacity must be in [1, " + MAX_CAPACITY + "], not " + capacity);
@@ -66,12 +79,12 @@ public final class WorkCompletions {
         this.segment = arena.allocate(ibv_wc.layout(), capacity);
     }
 
-    /** How many completions the batch holds. */
+    /** {@return how many completions the batch holds: the most one poll reads} */
     public int capacity() {
         return capacity;
     }
 
-    /** How many completions the last poll returned. */
+    /** {@return how many completions the last poll returned: the valid indexes are below it} */
     public int count() {
         return count;
     }
@@ -80,77 +93,152 @@ public final class WorkCompletions {
         return Objects.checkIndex(i, count) * SIZE;
     }
 
-    /** {@code wr_id}: the id of the work request that completed. */
+    /**
+     * {@return {@code wr_id}: the id of the work request that completed}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public long wrId(int i) {
         return segment.get(JAVA_LONG, at(i) + WR_ID);
     }
 
-    /** {@code status}. */
+    /**
+     * {@return {@code status}: {@link WcStatus#SUCCESS}, or why the request failed}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public WcStatus status(int i) {
         return WcStatus.of(segment.get(JAVA_INT, at(i) + STATUS));
     }
 
-    /** {@code opcode}: meaningful only when {@link #status(int)} is SUCCESS. */
+    /**
+     * {@return {@code opcode}: what completed; meaningful only when {@link #status(int)} is SUCCESS}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public WcOpcode opcode(int i) {
         return WcOpcode.of(segment.get(JAVA_INT, at(i) + OPCODE));
     }
 
-    /** {@code vendor_err}: the provider's own error code. */
+    /**
+     * {@return {@code vendor_err}: the provider's own error code}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int vendorError(int i) {
         return segment.get(JAVA_INT, at(i) + VENDOR_ERR);
     }
 
-    /** {@code byte_len}: bytes received (receives) or transferred. */
+    /**
+     * {@return {@code byte_len}: the bytes received (receives) or transferred}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int byteLength(int i) {
         return segment.get(JAVA_INT, at(i) + BYTE_LEN);
     }
 
-    /** {@code imm_data}, in host order ({@code ntohl} done); valid when {@link #hasImmediate(int)}. */
+    /**
+     * {@return {@code imm_data}, in host order ({@code ntohl} done); valid when {@link #hasImmediate(int)}}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int immediate(int i) {
         return Integer.reverseBytes(segment.get(JAVA_INT, at(i) + IMM_DATA));
     }
 
-    /** {@code qp_num}: the local queue pair that completed the request. */
+    /**
+     * {@return {@code qp_num}: the local queue pair that completed the request}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int qpNumber(int i) {
         return segment.get(JAVA_INT, at(i) + QP_NUM);
     }
 
-    /** {@code src_qp}: the sending queue pair of a UD receive. */
+    /**
+     * {@return {@code src_qp}: the sending queue pair of a UD receive}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int sourceQp(int i) {
         return segment.get(JAVA_INT, at(i) + SRC_QP);
     }
 
-    /** {@code wc_flags}: {@code IBV_WC_GRH}, {@code IBV_WC_WITH_IMM}, … */
+    /**
+     * {@return {@code wc_flags}: {@code IBV_WC_GRH}, {@code IBV_WC_WITH_IMM}, …}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int flags(int i) {
         return segment.get(JAVA_INT, at(i) + WC_FLAGS);
     }
 
-    /** Whether {@code IBV_WC_WITH_IMM} is set: the completion carries immediate data. */
+    /**
+     * {@return whether {@code IBV_WC_WITH_IMM} is set: the completion carries immediate data}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public boolean hasImmediate(int i) {
         return (flags(i) & WITH_IMM) != 0;
     }
 
-    /** Whether {@code IBV_WC_GRH} is set: a UD receive buffer starts with the 40-byte GRH. */
+    /**
+     * {@return whether {@code IBV_WC_GRH} is set: a UD receive buffer starts with the 40-byte GRH}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public boolean hasGrh(int i) {
         return (flags(i) & GRH) != 0;
     }
 
-    /** {@code pkey_index}. */
+    /**
+     * {@return {@code pkey_index}: the partition key index (UD and GSI receives)}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int pkeyIndex(int i) {
         return Short.toUnsignedInt(segment.get(JAVA_SHORT, at(i) + PKEY_INDEX));
     }
 
-    /** {@code slid}: the source LID (InfiniBand). */
+    /**
+     * {@return {@code slid}: the source LID (InfiniBand)}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int sourceLid(int i) {
         return Short.toUnsignedInt(segment.get(JAVA_SHORT, at(i) + SLID));
     }
 
-    /** {@code sl}: the service level. */
+    /**
+     * {@return {@code sl}: the service level}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int serviceLevel(int i) {
         return Byte.toUnsignedInt(segment.get(JAVA_BYTE, at(i) + SL));
     }
 
-    /** {@code dlid_path_bits}. */
+    /**
+     * {@return {@code dlid_path_bits}: the destination LID path bits (InfiniBand)}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
     public int dlidPathBits(int i) {
         return Byte.toUnsignedInt(segment.get(JAVA_BYTE, at(i) + DLID_PATH_BITS));
     }

@@ -48,18 +48,36 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         return (R) this;
     }
 
-    /** {@code wr_id}: returned in the completion. */
+    /**
+     * {@code wr_id}: the caller's id for this request, returned in its completion
+     * ({@link WorkCompletions#wrId(int)}).
+     *
+     * @param wrId any value
+     * @return this request
+     */
     public R id(long wrId) {
         segment.set(JAVA_LONG, wrIdOffset, wrId);
         return self();
     }
 
-    /** {@code wr_id}. */
+    /** {@return {@code wr_id}: the id returned in this request's completion} */
     public long id() {
         return segment.get(JAVA_LONG, wrIdOffset);
     }
 
-    /** Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}. */
+    /**
+     * Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region},
+     * in place of the entries set before. The range is checked against the region now; the region
+     * and its memory are checked again when the request is posted.
+     *
+     * @param region the registered memory
+     * @param offset where the bytes start in {@code region}
+     * @param length the number of bytes (unsigned)
+     * @return this request
+     * @throws NullPointerException      if {@code region} is null
+     * @throws IndexOutOfBoundsException if the range is not inside {@code region}
+     * @throws IllegalStateException     if {@code region} is closed or its memory freed
+     */
     public R sge(MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
         sgl.clear();
@@ -67,32 +85,66 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         return self();
     }
 
-    /** Appends a scatter/gather entry. */
+    /**
+     * Appends a scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}.
+     *
+     * @param region the registered memory
+     * @param offset where the bytes start in {@code region}
+     * @param length the number of bytes (unsigned)
+     * @return this request
+     * @throws NullPointerException      if {@code region} is null
+     * @throws IndexOutOfBoundsException if the range is not inside {@code region}
+     * @throws IllegalStateException     if the request has no room for another entry, or
+     *                                   {@code region} is closed or its memory freed
+     */
     public R addSge(MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
         sgl.add(region, offset, length);
         return self();
     }
 
-    /** Replaces scatter/gather entry {@code index} (which must exist or be the next one). */
+    /**
+     * Replaces scatter/gather entry {@code index}, which must exist or be the next one. Writing the
+     * next one ({@code index == sgeCount()}) does not count it: {@link #addSge} appends.
+     *
+     * @param index  the entry, from 0, at most {@link #sgeCount()}
+     * @param region the registered memory
+     * @param offset where the bytes start in {@code region}
+     * @param length the number of bytes (unsigned)
+     * @return this request
+     * @throws NullPointerException      if {@code region} is null
+     * @throws IndexOutOfBoundsException if {@code index} is out of range, or the range is not inside {@code region}
+     * @throws IllegalStateException     if {@code region} is closed or its memory freed
+     */
     public R setSge(int index, MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
         sgl.set(index, region, offset, length);
         return self();
     }
 
-    /** Removes all scatter/gather entries (a zero-length message). */
+    /**
+     * Removes all scatter/gather entries (a zero-length message).
+     *
+     * @return this request
+     */
     public R clearSges() {
         sgl.clear();
         return self();
     }
 
-    /** The number of scatter/gather entries set. */
+    /** {@return the number of scatter/gather entries set} */
     public int sgeCount() {
         return sgl.count();
     }
 
-    /** {@code next}: posts {@code request} right after this one, in the same call; null ends the chain. */
+    /**
+     * {@code next}: posts {@code request} (and those chained after it) right after this one, in the
+     * same call.
+     *
+     * @param request the next request, or null to end the chain here
+     * @return this request
+     * @throws IllegalArgumentException if chaining {@code request} would make a cycle
+     */
     public R next(R request) {
         for (R r = request; r != null; r = r.next) {
             if (r == this) {
@@ -104,7 +156,7 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         return self();
     }
 
-    /** The next request in the chain, or null. */
+    /** {@return the next request in the chain, or null} */
     public R next() {
         return next;
     }

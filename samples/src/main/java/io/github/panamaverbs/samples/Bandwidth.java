@@ -108,7 +108,8 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                 .value('s', "size", "size", "size of message to exchange (default 65536; at most the MTU on UD)")
                 .flag('a', "all", "run sizes from 2 till 2^23 (till the MTU on UD)")
                 .value('n', "iters", "iters", "number of exchanges (at least 5, default " + verb.defaultIters + ")")
-                .value('t', "tx-depth", "dep", "size of tx queue (default 128)");
+                .value('t', "tx-depth", "dep", "size of tx queue (default 128)")
+                .flag('R', "rdma_cm", "connect QPs with rdma_cm and run test on those QPs (the control channel too)");
         if (verb == Verb.SEND) {
             o.value('r', "rx-depth", "dep", "rx queue size (default 512; the iterations, up to 16000, on UC and UD)");
         }
@@ -130,6 +131,13 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         inline = o.integer("inline_size", 0, 0, 4096);
         noPeak = o.has("noPeak");
         gbits = o.has("report_gbits");
+        rdmaCm = o.has("rdma_cm");
+        if (rdmaCm && type == QpType.UC) {
+            throw new Options.UsageException("UC is not supported in librdmacm (-R)");
+        }
+        if (rdmaCm && type == QpType.UD) {
+            throw new Options.UsageException("-R with UD is not supported here: use RC");
+        }
         return true;
     }
 
@@ -191,7 +199,15 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         boolean isServer = server == null;
         int maxSize = maxSize(mtu);
         ConnectOptions co = connectOptions(mtu);
-        ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
+        PerftestCm.Test cm = null;
+        Context qpContext = ctx;
+        if (rdmaCm) {
+            // perftest's create_rdma_cm_connection: a hand-shake, the test QP's connection, a hand-shake
+            cm = res.add(PerftestCm.Test.start(server, tcpPort, timeout));
+            link.handShake(PerftestLink.Key.NONE);
+            qpContext = cm.arrive();   // librdmacm's context of the device: the QP's resources go there
+        }
+        ProtectionDomain pd = res.add(qpContext.allocateProtectionDomain());
         // [0, half): what the client sends; [half, 2 half): where the server's data lands (page-aligned,
         // with room for UD's GRH in front of the last slot)
         long half = roundUp(Math.max(CYCLE_BUFFER, inc(maxSize)) + (type == QpType.UD ? CACHE_LINE : 0), 4096);
@@ -200,20 +216,31 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                 : EnumSet.of(AccessFlag.LOCAL_WRITE);
         MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2 * half, 4096), access));
         boolean receives = verb == Verb.SEND && isServer;
-        CompletionQueue cq = res.add(ctx.createCompletionQueue(receives ? rxDepth : txDepth));
+        CompletionQueue cq = res.add(qpContext.createCompletionQueue(receives ? rxDepth : txDepth));
+        QpInitAttributes init = new QpInitAttributes(type, cq, cq).maxSendWr(txDepth).maxRecvWr(receives ? rxDepth : 1)
+                .maxInlineData(inline);
         QueuePair qp;
         try {
-            qp = res.add(pd.createQueuePair(new QpInitAttributes(type, cq, cq).maxSendWr(txDepth)
-                    .maxRecvWr(receives ? rxDepth : 1).maxInlineData(inline)));
+            if (rdmaCm) {
+                PerftestCm.Test test = cm;
+                res.add((AutoCloseable) test::disconnect);   // before the resources above close: it closes the QP
+                qp = test.connect(0, id -> {
+                    drain(cq);   // a refused attempt's flushed completions
+                    return id.createQueuePair(pd, init);
+                });
+                link.handShake(PerftestLink.Key.NONE);
+            } else {
+                qp = res.add(pd.createQueuePair(init));
+                activate(qp, co);
+            }
         } catch (VerbsException e) {
             throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "
                     + inline + " bytes of inline data): " + e.getMessage());
         }
-        activate(qp, co);
         printBanner(out, ctx, port, mtu, isServer);
         PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
         PerftestLink.Key peer = link.handShake(me);
-        AddressHandle ah = connect(res, pd, qp, co, peer);
+        AddressHandle ah = rdmaCm ? null : connect(res, pd, qp, co, peer);   // rdma_cm connected it
         if (verb == Verb.SEND) {
             link.handShake(me);
         }
@@ -647,11 +674,19 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         out.println(" CQ Moderation   : " + cqMod);
         printBannerLink(out, port, mtu);
         out.printf(" Max inline data : %d[B]%n", inline);
-        printBannerTail(out);
+        printBannerTail(out, rdmaCm);
+    }
+
+    /** Polls {@code cq} empty. */
+    private static void drain(CompletionQueue cq) {
+        WorkCompletions wc = new WorkCompletions(16);
+        while (cq.poll(wc) > 0) {
+            // flushed completions of a queue pair that is gone
+        }
     }
 
     /** ctx_print_pingpong_data: RKey and VAddr for write-bw. */
     private void printAddress(PrintStream out, String side, PerftestLink.Key k) {
-        printAddress(out, side, k, false, verb == Verb.WRITE);
+        printAddress(out, side, k, false, !rdmaCm && verb == Verb.WRITE);   // (with -R as the control channel's SEND wants)
     }
 }

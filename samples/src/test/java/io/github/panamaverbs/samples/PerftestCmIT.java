@@ -12,7 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The latency tools with perftest's {@code -R} (queue pairs and control channel connected with
+ * The perftest tools with perftest's {@code -R} (queue pairs and control channel connected with
  * rdma_cm) against Debian's perftest binaries both ways, and Java to Java, on each provider of
  * {@code scripts/with-rdma --provider both}: rxe (RoCE v2) and siw (iWARP, which can only connect
  * through rdma_cm), over loopback to the device's own IPv4 address (RDMA_RXE_IP, RDMA_SIW_IP).
@@ -72,7 +72,10 @@ class PerftestCmIT {
         String device = CmTools.env(provider, "DEVICE");
         String ip = CmTools.ip(provider);
         String port = port();
-        List<String> flags = List.of("-R", "-d", device, "-p", port, "-n", "" + ITERS);
+        List<String> flags = new ArrayList<>(List.of("-R", "-d", device, "-p", port, "-n", "" + ITERS));
+        if (tool.endsWith("-bw")) {
+            flags.addAll(List.of("-s", "" + BW_SIZE));
+        }
         List<String> clientFlags = new ArrayList<>(flags);
         clientFlags.add(ip);
         try (SamplesIT.Child server = serverKind.equals("java") ? java(CmTools.otherCpu(), tool, flags) : c(CmTools.otherCpu(), tool, flags)) {
@@ -90,8 +93,17 @@ class PerftestCmIT {
         }
     }
 
-    /** The banner says rdma_cm on RC, the remote address was printed, and one table of one ordered row for size 2. */
+    private static final int BW_SIZE = 4096;
+
+    /**
+     * The banner says rdma_cm on RC, the remote address was printed, and one table of one ordered row
+     * (latency: size 2; bandwidth: {@link #BW_SIZE}).
+     */
     private static void check(String who, String out, String device, String both) {
+        if (out.contains("BW Test")) {
+            checkBandwidth(who, out, device, both);
+            return;
+        }
         assertTrue(out.contains("Connection type : RC"), who + both);
         assertTrue(out.contains(" rdma_cm QPs\t : ON"), who + both);
         assertTrue(out.contains(" Data ex. method : rdma_cm"), who + both);
@@ -108,6 +120,31 @@ class PerftestCmIT {
         double p99 = Double.parseDouble(f[7]), p999 = Double.parseDouble(f[8]);
         assertTrue(min > 0 && min <= typical && typical <= p99 && p99 <= p999 && p999 <= max,
                 who + ": figures not ordered: " + rows.getFirst());
+    }
+
+    private static void checkBandwidth(String who, String out, String device, String both) {
+        assertTrue(out.contains("Connection type : RC"), who + both);
+        assertTrue(out.contains(" rdma_cm QPs\t : ON"), who + both);
+        assertTrue(out.contains("Device         : " + device), who + both);
+        assertTrue(out.lines().anyMatch(l -> l.startsWith(" remote address: LID")), who + both);
+        assertEquals(1, out.lines().filter(l -> l.startsWith(" #bytes     #iterations")).count(), who + both);
+        List<String> rows = out.lines().filter(l -> l.matches("^ \\d+\\s+\\d+\\s+\\d+\\.\\d+\\s+.*")).toList();
+        assertEquals(1, rows.size(), who + both);
+        String[] f = rows.getFirst().trim().split("\\s+");
+        assertEquals(5, f.length, who + ": " + rows.getFirst());
+        assertEquals(BW_SIZE, Integer.parseInt(f[0]), who + ": " + rows.getFirst());
+        assertEquals(ITERS, Integer.parseInt(f[1]), who + ": " + rows.getFirst());
+        assertTrue(Double.parseDouble(f[3]) > 0, who + ": no bandwidth: " + rows.getFirst());
+    }
+
+    /**
+     * The other tools once each, against perftest, the two directions in turn: on siw (iWARP connects
+     * only this way), and atomic-lat on rxe (siw has no atomics).
+     */
+    @ParameterizedTest(name = "{0} -R on {1}: {2} server, {3} client")
+    @CsvSource({"read-lat,siw,java,c", "atomic-lat,rxe,c,java", "write-bw,siw,c,java", "send-bw,siw,java,c"})
+    void theOtherToolsAgainstPerftest(String tool, String provider, String serverKind, String clientKind) throws Exception {
+        pair(tool, provider, serverKind, clientKind);
     }
 
     @ParameterizedTest(name = "{0} -R on {1}: Java server, perftest client")

@@ -362,3 +362,64 @@ long pvb_pingpong_timed(struct pvb_pair *p, int kind, long n, int size, int64_t 
 	}
 	return n;
 }
+
+/*
+ * The data path's call shapes with no device (CallShapes): a stand-in provider whose poll_cq and
+ * post_send do the trivial part of the real ones (an empty queue's index compare; walking the
+ * request chain and counting), reached through a function pointer as libibverbs' inline
+ * ibv_poll_cq and ibv_post_send reach the provider's.
+ */
+struct pvb_fake_cq {
+	uint32_t head, tail;
+};
+
+struct pvb_fake_qp {
+	uint64_t posted;
+	uint64_t last_id;
+};
+
+static int pvb_fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct pvb_fake_cq *q = (struct pvb_fake_cq *) cq;
+	(void) wc;
+	return q->head == q->tail || n <= 0 ? 0 : 1;
+}
+
+static int pvb_fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct pvb_fake_qp *q = (struct pvb_fake_qp *) qp;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0) {
+			*bad = wr;
+			return EINVAL;
+		}
+		q->posted++;
+		q->last_id = wr->wr_id;
+	}
+	return 0;
+}
+
+typedef int (*pvb_poll_fn)(struct ibv_cq *, int, struct ibv_wc *);
+typedef int (*pvb_post_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+
+void *pvb_fake_poll_fn(void) { return (void *) pvb_fake_poll_cq; }
+void *pvb_fake_post_fn(void) { return (void *) pvb_fake_post_send; }
+
+/* C through the function pointer, n times (volatile: the compiler may not inline or hoist it). */
+long pvb_fake_poll_loop(struct ibv_cq *cq, struct ibv_wc *wc, long n)
+{
+	pvb_poll_fn volatile fn = pvb_fake_poll_cq;
+	long found = 0;
+	for (long i = 0; i < n; i++)
+		found += fn(cq, 16, wc);
+	return found;
+}
+
+long pvb_fake_post_loop(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, long n)
+{
+	pvb_post_fn volatile fn = pvb_fake_post_send;
+	long failed = 0;
+	for (long i = 0; i < n; i++)
+		failed += fn(qp, wr, bad) != 0;
+	return failed;
+}

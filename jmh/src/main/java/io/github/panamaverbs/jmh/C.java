@@ -88,7 +88,7 @@ public final class C {
         throw new IllegalStateException("libpvbench.so not found: build it (scripts/bench does) and set -Dpvbench.dir");
     }
 
-    private static MemorySegment find(String name) {
+    static MemorySegment find(String name) {
         return LIB.find(name).orElseThrow(() -> new IllegalStateException(name + " not in libpvbench.so"));
     }
 

@@ -70,7 +70,7 @@ public final class CmId implements AutoCloseable {
     private static final MethodHandle LEAVE = Native.withErrno(Verbs.rdma_leave_multicast$address(), Verbs.rdma_leave_multicast$descriptor());
 
     /** {@code RDMA_UDP_QKEY}: the Q_Key of {@link PortSpace#UDP} queue pairs and multicast groups. */
-    public static final int UDP_QKEY = Verbs.RDMA_UDP_QKEY();
+    public static final int UDP_QKEY = 0x01234567; // written out so that reading it needs no rdma-core
     private static final long SOCKADDR = 128;
     private static final long SRC_ADDR = rdma_cm_id.route$offset();
     private static final long DST_ADDR = rdma_cm_id.route$offset() + SOCKADDR;

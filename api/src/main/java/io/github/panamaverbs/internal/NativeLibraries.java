@@ -11,9 +11,22 @@ import java.util.List;
  * the {@link ExceptionInInitializerError} (and later {@link NoClassDefFoundError}) that the
  * generated bindings' static initializer would throw. Not exported.
  *
- * <p>{@link #require()} is called by the entry points that reach C first ({@code Device.list},
- * {@code Device.open}, {@code EventChannel.create}) before any class of the bindings that loads
- * the libraries is initialized; every other object comes from one of those.
+ * <p>Of the bindings, only the class {@code Verbs} loads the libraries, in its static initializer;
+ * the struct classes ({@code ibv_send_wr}, {@code ibv_wc}, …) initialize only {@code Verbs$shared},
+ * which declares the C layouts and loads nothing (a static field or method initializes the class
+ * that declares it, JLS 12.4.1). So:
+ * <ul>
+ *   <li>{@link #require()} is called by the entry points that reach C first ({@code Device.list},
+ *       {@code Device.open}, {@code EventChannel.create}, {@code WcStatus.description}) before
+ *       {@code Verbs} is initialized; every native object comes from one of those, and the classes
+ *       that hold downcall handles are initialized only through such objects (or keep their handles
+ *       in a holder class initialized after the check).</li>
+ *   <li>What a program uses before that (the enums, the work requests, {@code WorkCompletions},
+ *       {@code QpAttributes}, the options and parameters) never calls into {@code Verbs}: the C
+ *       constants it needs are written out as int literals, checked against the bindings by
+ *       {@code EnumValuesTest}; its native memory is laid out by the struct classes alone.</li>
+ * </ul>
+ * {@code MissingLibraryTest} runs a JVM with each library hidden to hold both to this.
  */
 public final class NativeLibraries {
     /** The verbs library, rdma-core's {@code libibverbs}. */

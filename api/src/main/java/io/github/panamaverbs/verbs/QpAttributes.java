@@ -1,6 +1,5 @@
 package io.github.panamaverbs.verbs;
 
-import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_qp_attr;
 import io.github.panamaverbs.bindings.ibv_qp_cap;
 import java.lang.foreign.Arena;
@@ -19,6 +18,27 @@ import java.util.Set;
  * }</pre>
  */
 public final class QpAttributes {
+    // enum ibv_qp_attr_mask: the C ABI's bits, written out so that setting attributes needs no rdma-core
+    // (EnumValuesTest checks them against the bindings).
+    static final int IBV_QP_STATE = 1;
+    static final int IBV_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2;
+    static final int IBV_QP_ACCESS_FLAGS = 1 << 3;
+    static final int IBV_QP_PKEY_INDEX = 1 << 4;
+    static final int IBV_QP_PORT = 1 << 5;
+    static final int IBV_QP_QKEY = 1 << 6;
+    static final int IBV_QP_AV = 1 << 7;
+    static final int IBV_QP_PATH_MTU = 1 << 8;
+    static final int IBV_QP_TIMEOUT = 1 << 9;
+    static final int IBV_QP_RETRY_CNT = 1 << 10;
+    static final int IBV_QP_RNR_RETRY = 1 << 11;
+    static final int IBV_QP_RQ_PSN = 1 << 12;
+    static final int IBV_QP_MAX_QP_RD_ATOMIC = 1 << 13;
+    static final int IBV_QP_MIN_RNR_TIMER = 1 << 15;
+    static final int IBV_QP_SQ_PSN = 1 << 16;
+    static final int IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17;
+    static final int IBV_QP_CAP = 1 << 19;
+    static final int IBV_QP_DEST_QPN = 1 << 20;
+
     final MemorySegment attr;
     int mask;
 
@@ -49,7 +69,7 @@ public final class QpAttributes {
      */
     public QpAttributes state(QpState state) {
         ibv_qp_attr.qp_state(attr, state.value);
-        return set(Verbs.IBV_QP_STATE());
+        return set(IBV_QP_STATE);
     }
 
     /** {@return {@code qp_state}: the state set, or queried} */
@@ -65,7 +85,7 @@ public final class QpAttributes {
      */
     public QpAttributes pkeyIndex(int index) {
         ibv_qp_attr.pkey_index(attr, (short) index);
-        return set(Verbs.IBV_QP_PKEY_INDEX());
+        return set(IBV_QP_PKEY_INDEX);
     }
 
     /**
@@ -76,7 +96,7 @@ public final class QpAttributes {
      */
     public QpAttributes port(int port) {
         ibv_qp_attr.port_num(attr, (byte) port);
-        return set(Verbs.IBV_QP_PORT());
+        return set(IBV_QP_PORT);
     }
 
     /** {@return {@code port_num}: the port number} */
@@ -93,7 +113,7 @@ public final class QpAttributes {
      */
     public QpAttributes accessFlags(Set<AccessFlag> flags) {
         ibv_qp_attr.qp_access_flags(attr, AccessFlag.mask(flags));
-        return set(Verbs.IBV_QP_ACCESS_FLAGS());
+        return set(IBV_QP_ACCESS_FLAGS);
     }
 
     /** {@return {@code qp_access_flags}: the remote operations allowed} */
@@ -109,7 +129,7 @@ public final class QpAttributes {
      */
     public QpAttributes qkey(int qkey) {
         ibv_qp_attr.qkey(attr, qkey);
-        return set(Verbs.IBV_QP_QKEY());
+        return set(IBV_QP_QKEY);
     }
 
     /** {@return {@code qkey}: the Q_Key (UD)} */
@@ -126,7 +146,7 @@ public final class QpAttributes {
      */
     public QpAttributes pathMtu(Mtu mtu) {
         ibv_qp_attr.path_mtu(attr, mtu.value);
-        return set(Verbs.IBV_QP_PATH_MTU());
+        return set(IBV_QP_PATH_MTU);
     }
 
     /** {@return {@code path_mtu}: the path MTU} */
@@ -142,7 +162,7 @@ public final class QpAttributes {
      */
     public QpAttributes destQpNum(int qpn) {
         ibv_qp_attr.dest_qp_num(attr, qpn);
-        return set(Verbs.IBV_QP_DEST_QPN());
+        return set(IBV_QP_DEST_QPN);
     }
 
     /** {@return {@code dest_qp_num}: the peer's queue pair number} */
@@ -158,7 +178,7 @@ public final class QpAttributes {
      */
     public QpAttributes rqPsn(int psn) {
         ibv_qp_attr.rq_psn(attr, psn);
-        return set(Verbs.IBV_QP_RQ_PSN());
+        return set(IBV_QP_RQ_PSN);
     }
 
     /** {@return {@code rq_psn}: the first PSN expected from the peer} */
@@ -174,7 +194,7 @@ public final class QpAttributes {
      */
     public QpAttributes sqPsn(int psn) {
         ibv_qp_attr.sq_psn(attr, psn);
-        return set(Verbs.IBV_QP_SQ_PSN());
+        return set(IBV_QP_SQ_PSN);
     }
 
     /** {@return {@code sq_psn}: the first PSN sent} */
@@ -190,7 +210,7 @@ public final class QpAttributes {
      */
     public QpAttributes maxDestRdAtomic(int n) {
         ibv_qp_attr.max_dest_rd_atomic(attr, (byte) n);
-        return set(Verbs.IBV_QP_MAX_DEST_RD_ATOMIC());
+        return set(IBV_QP_MAX_DEST_RD_ATOMIC);
     }
 
     /**
@@ -201,7 +221,7 @@ public final class QpAttributes {
      */
     public QpAttributes maxRdAtomic(int n) {
         ibv_qp_attr.max_rd_atomic(attr, (byte) n);
-        return set(Verbs.IBV_QP_MAX_QP_RD_ATOMIC());
+        return set(IBV_QP_MAX_QP_RD_ATOMIC);
     }
 
     /**
@@ -212,7 +232,7 @@ public final class QpAttributes {
      */
     public QpAttributes minRnrTimer(int timer) {
         ibv_qp_attr.min_rnr_timer(attr, (byte) timer);
-        return set(Verbs.IBV_QP_MIN_RNR_TIMER());
+        return set(IBV_QP_MIN_RNR_TIMER);
     }
 
     /**
@@ -223,7 +243,7 @@ public final class QpAttributes {
      */
     public QpAttributes timeout(int timeout) {
         ibv_qp_attr.timeout(attr, (byte) timeout);
-        return set(Verbs.IBV_QP_TIMEOUT());
+        return set(IBV_QP_TIMEOUT);
     }
 
     /**
@@ -234,7 +254,7 @@ public final class QpAttributes {
      */
     public QpAttributes retryCount(int n) {
         ibv_qp_attr.retry_cnt(attr, (byte) n);
-        return set(Verbs.IBV_QP_RETRY_CNT());
+        return set(IBV_QP_RETRY_CNT);
     }
 
     /**
@@ -245,7 +265,7 @@ public final class QpAttributes {
      */
     public QpAttributes rnrRetry(int n) {
         ibv_qp_attr.rnr_retry(attr, (byte) n);
-        return set(Verbs.IBV_QP_RNR_RETRY());
+        return set(IBV_QP_RNR_RETRY);
     }
 
     /**
@@ -256,7 +276,7 @@ public final class QpAttributes {
      */
     public QpAttributes sqDrainedNotify(boolean on) {
         ibv_qp_attr.en_sqd_async_notify(attr, (byte) (on ? 1 : 0));
-        return set(Verbs.IBV_QP_EN_SQD_ASYNC_NOTIFY());
+        return set(IBV_QP_EN_SQD_ASYNC_NOTIFY);
     }
 
     /**
@@ -268,7 +288,7 @@ public final class QpAttributes {
      */
     public QpAttributes addressVector(AddressVector av) {
         av.writeTo(ibv_qp_attr.ah_attr(attr));
-        return set(Verbs.IBV_QP_AV());
+        return set(IBV_QP_AV);
     }
 
     /** {@return {@code ah_attr}: the path to the peer} */
@@ -294,7 +314,7 @@ public final class QpAttributes {
     /** {@return the mask of the fields set, in hex, and the state if it is set} */
     @Override
     public String toString() {
-        return "QpAttributes[mask=0x" + Integer.toHexString(mask) + (mask != 0 && (mask & Verbs.IBV_QP_STATE()) != 0
+        return "QpAttributes[mask=0x" + Integer.toHexString(mask) + (mask != 0 && (mask & IBV_QP_STATE) != 0
                 ? ", state=" + state() : "") + "]";
     }
 

@@ -182,12 +182,12 @@ public final class QueuePair extends Resource {
             throw new IllegalArgumentException("no attribute set");
         }
         MemorySegment q = handle();
-        String to = (attributes.mask & Verbs.IBV_QP_STATE()) != 0 ? " to " + attributes.state() : "";
+        String to = (attributes.mask & QpAttributes.IBV_QP_STATE) != 0 ? " to " + attributes.state() : "";
         Native.check("ibv_modify_qp", e -> "moving " + this + " from " + state + to + " failed (mask 0x"
                         + Integer.toHexString(attributes.mask) + ")"
                         + (e == Errno.EINVAL ? ": an attribute or the mask is not valid for this transition" : ""),
                 c -> (int) MODIFY.invokeExact(c.errno(), q, attributes.attr, attributes.mask));
-        if ((attributes.mask & Verbs.IBV_QP_STATE()) != 0) {
+        if ((attributes.mask & QpAttributes.IBV_QP_STATE) != 0) {
             state = attributes.state();
         }
     }
@@ -201,9 +201,10 @@ public final class QueuePair extends Resource {
      */
     public QpAttributes query() {
         QpAttributes result = new QpAttributes();
-        int all = Verbs.IBV_QP_STATE() | Verbs.IBV_QP_PKEY_INDEX() | Verbs.IBV_QP_PORT() | Verbs.IBV_QP_ACCESS_FLAGS()
-                | Verbs.IBV_QP_PATH_MTU() | Verbs.IBV_QP_DEST_QPN() | Verbs.IBV_QP_RQ_PSN() | Verbs.IBV_QP_SQ_PSN()
-                | Verbs.IBV_QP_AV() | Verbs.IBV_QP_CAP() | (type == QpType.UD ? Verbs.IBV_QP_QKEY() : 0);
+        int all = QpAttributes.IBV_QP_STATE | QpAttributes.IBV_QP_PKEY_INDEX | QpAttributes.IBV_QP_PORT
+                | QpAttributes.IBV_QP_ACCESS_FLAGS | QpAttributes.IBV_QP_PATH_MTU | QpAttributes.IBV_QP_DEST_QPN
+                | QpAttributes.IBV_QP_RQ_PSN | QpAttributes.IBV_QP_SQ_PSN | QpAttributes.IBV_QP_AV | QpAttributes.IBV_QP_CAP
+                | (type == QpType.UD ? QpAttributes.IBV_QP_QKEY : 0);
         MemorySegment q = handle();
         Native.check("ibv_query_qp", Native.NO_HINT, c -> (int) QUERY.invokeExact(c.errno(), q, result.attr, all,
                 c.allocate(ibv_qp_init_attr.layout())));

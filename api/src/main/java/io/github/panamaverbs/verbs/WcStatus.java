@@ -1,7 +1,8 @@
 package io.github.panamaverbs.verbs;
 
-import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.bindings.Verbs;
+import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.NativeLibraries;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -58,16 +59,25 @@ public enum WcStatus {
     /** {@code IBV_WC_TM_RNDV_INCOMPLETE} */
     TM_RNDV_INCOMPLETE;
 
+    // The constants are declared in C's order, from IBV_WC_SUCCESS = 0: the C value is the ordinal
+    // (EnumValuesTest checks it against the bindings), so that the enum loads without rdma-core.
     private static final WcStatus[] VALUES = values();
-    private final String description;
 
-    WcStatus() {
-        // The constants are declared in C's order, from IBV_WC_SUCCESS = 0.
-        try {
-            MemorySegment s = (MemorySegment) Verbs.ibv_wc_status_str$handle().invokeExact(ordinal());
-            this.description = s.reinterpret(256).getString(0);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
+    /** libibverbs' texts, by C value: read on the first {@link #description()}, after the library is found. */
+    private static final class Descriptions {
+        static final String[] TEXT = read();
+
+        private static String[] read() {
+            String[] text = new String[VALUES.length];
+            for (WcStatus status : VALUES) {
+                try {
+                    MemorySegment s = (MemorySegment) Verbs.ibv_wc_status_str$handle().invokeExact(status.ordinal());
+                    text[status.ordinal()] = s.reinterpret(256).getString(0);
+                } catch (Throwable t) {
+                    throw Native.rethrow(t);
+                }
+            }
+            return text;
         }
     }
 
@@ -76,9 +86,14 @@ public enum WcStatus {
         return ordinal();
     }
 
-    /** {@return {@code ibv_wc_status_str}: libibverbs' text for this status, e.g. "transport retry counter exceeded"} */
+    /**
+     * {@return {@code ibv_wc_status_str}: libibverbs' text for this status, e.g. "transport retry counter exceeded"}
+     *
+     * @throws VerbsException if libibverbs cannot be loaded (naming it and how to install it)
+     */
     public String description() {
-        return description;
+        NativeLibraries.require();
+        return Descriptions.TEXT[ordinal()];
     }
 
     /**

@@ -5,7 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_wc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -41,8 +40,10 @@ public final class WorkCompletions {
     private static final long SLID = ibv_wc.slid$offset();
     private static final long SL = ibv_wc.sl$offset();
     private static final long DLID_PATH_BITS = ibv_wc.dlid_path_bits$offset();
-    private static final int WITH_IMM = Verbs.IBV_WC_WITH_IMM();
-    private static final int GRH = Verbs.IBV_WC_GRH();
+    // enum ibv_wc_flags: the C ABI's bits, written out so that this class loads without rdma-core
+    // (EnumValuesTest checks them against the bindings).
+    static final int IBV_WC_GRH = 1;
+    static final int IBV_WC_WITH_IMM = 1 << 1;
 
     /** Most completions one batch may hold (no device's completion queue holds more). */
     static final int MAX_CAPACITY = 1 << 22;
@@ -190,7 +191,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public boolean hasImmediate(int i) {
-        return (flags(i) & WITH_IMM) != 0;
+        return (flags(i) & IBV_WC_WITH_IMM) != 0;
     }
 
     /**
@@ -200,7 +201,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public boolean hasGrh(int i) {
-        return (flags(i) & GRH) != 0;
+        return (flags(i) & IBV_WC_GRH) != 0;
     }
 
     /**

@@ -15,6 +15,7 @@ import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.TransportType;
 import io.github.panamaverbs.verbs.VerbsException;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
@@ -79,6 +80,9 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
     private static final String HEADER_MB = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
     private static final String HEADER_GB = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
     private static final int CYCLE_BUFFER = 4096;
+    /** The work request ID of the server's credit writes (receives are numbered by slot from 0). */
+    private static final long CREDIT_ID = -1L;
+    private static final java.lang.invoke.VarHandle CREDIT_WORD = ValueLayout.JAVA_INT.varHandle();
     private static final int CACHE_LINE = 64;
     /** perftest's CTX_POLL_BATCH. */
     private static final int POLL_BATCH = 16;
@@ -216,8 +220,12 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                 : EnumSet.of(AccessFlag.LOCAL_WRITE);
         MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2 * half, 4096), access));
         boolean receives = verb == Verb.SEND && isServer;
+        // perftest's send_rcredit: iWARP has no receiver-not-ready retry, so a send-bw server tells the
+        // client, with an RDMA write of its receive count every rx depth / 3 receives, how far it may send.
+        boolean credits = verb == Verb.SEND && qpContext.device().transport() == TransportType.IWARP;
         CompletionQueue cq = res.add(qpContext.createCompletionQueue(receives ? rxDepth : txDepth));
-        QpInitAttributes init = new QpInitAttributes(type, cq, cq).maxSendWr(txDepth).maxRecvWr(receives ? rxDepth : 1)
+        CompletionQueue creditCq = credits && receives ? res.add(qpContext.createCompletionQueue(txDepth)) : cq;
+        QpInitAttributes init = new QpInitAttributes(type, creditCq, cq).maxSendWr(txDepth).maxRecvWr(receives ? rxDepth : 1)
                 .maxInlineData(inline);
         QueuePair qp;
         try {
@@ -226,6 +234,7 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                 res.add((AutoCloseable) test::disconnect);   // before the resources above close: it closes the QP
                 qp = test.connect(0, id -> {
                     drain(cq);   // a refused attempt's flushed completions
+                    drain(creditCq);
                     return id.createQueuePair(pd, init);
                 });
                 link.handShake(PerftestLink.Key.NONE);
@@ -238,7 +247,10 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                     + inline + " bytes of inline data): " + e.getMessage());
         }
         printBanner(out, ctx, port, mtu, isServer);
-        PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
+        // ctx_alloc_credit: [0] what the server writes from, [1] where the client's credit lands
+        MemoryRegion credit = credits ? res.add(pd.allocateAndRegister(8, AccessFlag.REMOTE_WRITE)) : null;
+        PerftestLink.Key me = credits ? new PerftestLink.Key(qp.localEndpoint(co), 1, credit.rkey(), credit.address() + 4)
+                : new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
         PerftestLink.Key peer = link.handShake(me);
         AddressHandle ah = rdmaCm ? null : connect(res, pd, qp, co, peer);   // rdma_cm connected it
         if (verb == Verb.SEND) {
@@ -253,7 +265,7 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         out.println(LINE);
         out.println(gbits ? HEADER_GB : HEADER_MB);
         out.flush();
-        Run run = new Run(qp, cq, mr, half, peer, ah);
+        Run run = new Run(qp, cq, mr, half, peer, ah, credit, creditCq);
         StringBuilder json = new StringBuilder();
         if (verb == Verb.WRITE && isServer) {
             // The client writes for as long as it measures; its hand-shake ends the wait (or its death,
@@ -331,14 +343,61 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         final long[] posted = new long[iters];
         final long[] completed = new long[iters];
         int lastSlot = -1;
+        /** iWARP's receive credits (perftest's send_rcredit), or null. */
+        final MemoryRegion credit;
+        /** The server's credit write: its receive count, from credit[0] to the client's credit[1]. */
+        final SendRequest creditWrite;
+        /** Credit writes posted and not yet completed (the server's scredit). */
+        int creditsOutstanding;
 
-        Run(QueuePair qp, CompletionQueue cq, MemoryRegion mr, long half, PerftestLink.Key peer, AddressHandle ah) {
+        /** The server's send completion queue, where its credit writes complete. */
+        final CompletionQueue creditCq;
+
+        Run(QueuePair qp, CompletionQueue cq, MemoryRegion mr, long half, PerftestLink.Key peer, AddressHandle ah,
+                MemoryRegion credit, CompletionQueue creditCq) {
+            this.creditCq = creditCq;
             this.qp = qp;
             this.cq = cq;
             this.mr = mr;
             this.half = half;
             this.peer = peer;
             this.ah = ah;
+            this.credit = credit;
+            this.creditWrite = credit == null ? null : new SendRequest(1).id(CREDIT_ID).opcode(SendOpcode.RDMA_WRITE)
+                    .signaled(true).sge(credit, 0, 4).rdma(peer.vaddr(), peer.rkey());
+        }
+
+        /** The receive count the server last wrote into this client's credit word. */
+        private int creditSeen() {
+            return (int) CREDIT_WORD.getVolatile(credit.segment(), 4L);
+        }
+
+        /** perftest's run_iter_bw_server credit: every rx depth / 3 receives, write the count to the client. */
+        private void sendCredit(long rcnt) {
+            if ((rcnt % rxDepth) % Math.max(1, rxDepth / 3) != 0) {
+                return;
+            }
+            credit.segment().set(ValueLayout.JAVA_INT, 0, (int) rcnt);
+            while (creditsOutstanding == txDepth) {
+                reapCreditWrites(true);
+            }
+            qp.postSend(creditWrite);
+            creditsOutstanding++;
+        }
+
+        /** Polls the credit writes' completions (once, or until all completed); fails on an error. */
+        private void reapCreditWrites(boolean once) {
+            WorkCompletions swc = new WorkCompletions(POLL_BATCH);
+            do {
+                int ne = creditCq.poll(swc);
+                for (int i = 0; i < ne; i++) {
+                    if (swc.status(i) != WcStatus.SUCCESS) {
+                        throw new SampleException(String.format("Poll send CQ error status=%d credit=%d scredit=%d",
+                                swc.status(i).value(), swc.wrId(i), creditsOutstanding));
+                    }
+                    creditsOutstanding--;
+                }
+            } while (!once && creditsOutstanding > 0);
         }
 
         /** A send request for message slot {@code k} of size {@code n}. */
@@ -358,6 +417,9 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
 
         /** perftest's run_iter_bw: returns this side's figures. */
         Report client(int n) {
+            if (credit != null) {
+                CREDIT_WORD.setVolatile(credit.segment(), 4L, 0);   // the server counts this size's receives from 0
+            }
             int slots = slots(n, inc(n));
             MemorySegment buf = mr.segment();
             for (int k = 0; k < slots; k++) {
@@ -389,6 +451,9 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
             int idle = 0;
             while (scnt < iters || ccnt < iters) {
                 while (scnt < iters && scnt - ccnt + postList <= txDepth) {
+                    if (credit != null && Integer.compareUnsigned((int) scnt + postList - creditSeen(), rxDepth) >= 0) {
+                        break;   // the server has not posted receives that far yet
+                    }
                     SendRequest wr;
                     if (single != null) {
                         wr = single[(int) (scnt % single.length)];
@@ -483,6 +548,9 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                             qp.postReceive(recvs[recvPosted % recvs.length]);
                             recvPosted++;
                         }
+                        if (credit != null) {
+                            sendCredit(rcnt);
+                        }
                     }
                     idle = 0;
                     since = System.nanoTime();
@@ -493,7 +561,11 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                     }
                 }
             }
-            return report(n, start, System.nanoTime(), null, null);
+            long end = System.nanoTime();
+            if (credit != null) {
+                reapCreditWrites(false);   // clean_scq_credit
+            }
+            return report(n, start, end, null, null);
         }
 
         /** The bytes of the last receive: one of the client's slots, whole. */

@@ -32,9 +32,15 @@ public final class CompletionQueue extends Resource {
         super(create(context, entries, channel, compVector), ibv_cq.sizeof(), context, channel);
         this.context = context;
         this.channel = channel;
-        this.pollFn = DataPath.op(context, DataPath.POLL);
-        this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
-        context.register(this, ptr().address());
+        try {
+            this.pollFn = DataPath.op(context, DataPath.POLL);
+            this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
+            context.register(this, ptr().address());
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e); // destroys the completion queue: its context and channel stay closable
+            throw e;
+        }
     }
 
     private static MemorySegment create(Context context, int entries, CompletionChannel channel, int compVector) {
@@ -50,9 +56,13 @@ public final class CompletionQueue extends Resource {
             throw new IllegalArgumentException("completion vector " + compVector + " is not in [0, "
                     + context.numCompVectors() + ")");
         }
-        return Native.create("ibv_create_cq", e -> e == Errno.EINVAL
-                        ? entries + " entries is more than the device's max_cqe" : Native.MEMLOCK.explain(e),
-                c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx, entries, MemorySegment.NULL, ch, compVector));
+        try {
+            return Native.create("ibv_create_cq", e -> e == Errno.EINVAL
+                            ? entries + " entries is more than the device's max_cqe" : Native.MEMLOCK.explain(e),
+                    c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx, entries, MemorySegment.NULL, ch, compVector));
+        } catch (IllegalStateException e) {
+            throw closed(e, context, channel);
+        }
     }
 
     /** The context it was created in. */
@@ -67,7 +77,7 @@ public final class CompletionQueue extends Resource {
 
     /** {@code cqe}: how many completions it holds (at least what was asked). */
     public int capacity() {
-        return ibv_cq.cqe(handle());
+        return read(ibv_cq::cqe);
     }
 
     /**
@@ -75,6 +85,7 @@ public final class CompletionQueue extends Resource {
      * Allocates nothing.
      *
      * @return how many completions were read; 0 when the queue is empty
+     * @throws IllegalStateException if this queue is closed, or the batch's memory was freed
      * @throws VerbsException if the provider reports an error (not a failed completion: those are data)
      */
     public int poll(WorkCompletions batch) {
@@ -83,7 +94,9 @@ public final class CompletionQueue extends Resource {
         try {
             n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.segment);
         } catch (IllegalStateException e) {
-            throw closed(e);
+            throw isOpen() && !batch.segment.scope().isAlive()
+                    ? new IllegalStateException("the memory of the WorkCompletions batch has been freed (its arena is closed)", e)
+                    : closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -122,7 +135,7 @@ public final class CompletionQueue extends Resource {
             throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);
         }
         MemorySegment cq = handle();
-        Native.check("ibv_resize_cq", e -> e == Errno.EINVAL ? entries + " entries is more than the device's max_cqe, "
+        check("ibv_resize_cq", e -> e == Errno.EINVAL ? entries + " entries is more than the device's max_cqe, "
                 + "or fewer than the completions it holds now" : null,
                 c -> (int) RESIZE.invokeExact(c.errno(), cq, entries));
     }

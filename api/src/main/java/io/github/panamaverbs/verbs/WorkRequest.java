@@ -59,11 +59,13 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         return segment.get(JAVA_LONG, wrIdOffset);
     }
 
-    /** Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}. */
+    /**
+     * Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region}.
+     * If it throws, the request keeps the entries it had.
+     */
     public R sge(MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
-        sgl.clear();
-        sgl.add(region, offset, length);
+        sgl.single(region, offset, length);
         return self();
     }
 
@@ -74,7 +76,7 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         return self();
     }
 
-    /** Replaces scatter/gather entry {@code index} (which must exist or be the next one). */
+    /** Replaces scatter/gather entry {@code index}, which must exist, or appends it if it is the next one. */
     public R setSge(int index, MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
         sgl.set(index, region, offset, length);

@@ -29,13 +29,17 @@ public final class AddressHandle extends Resource {
     private static MemorySegment create(ProtectionDomain pd, AddressVector destination) {
         Objects.requireNonNull(destination, "destination");
         MemorySegment pdHandle = checkOpen(pd);
-        return Native.call(c -> {
-            MemorySegment attr = c.allocate(ibv_ah_attr.layout());
-            destination.writeTo(attr);
-            return Native.create("ibv_create_ah", e -> e == Errno.EINVAL && destination.grh() == null
-                    ? "RoCE needs a global route (AddressVector.global)" : null,
-                    x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, attr));
-        });
+        try {
+            return Native.call(c -> {
+                MemorySegment attr = c.allocate(ibv_ah_attr.layout());
+                destination.writeTo(attr);
+                return Native.create("ibv_create_ah", e -> e == Errno.EINVAL && destination.grh() == null
+                        ? "RoCE needs a global route (AddressVector.global)" : null,
+                        x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, attr));
+            });
+        } catch (IllegalStateException e) {
+            throw closed(e, pd);
+        }
     }
 
     /** {@return where it points: the address vector it was created from} */

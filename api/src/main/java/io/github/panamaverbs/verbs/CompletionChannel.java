@@ -37,13 +37,23 @@ public final class CompletionChannel extends Resource {
     CompletionChannel(Context context) {
         super(create(context), ibv_comp_channel.sizeof(), context);
         this.context = context;
-        Native.setNonBlocking(fd(), "comp_channel");
+        try {
+            Native.setNonBlocking(fd(), "comp_channel");
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e); // closes the channel's file descriptor: its context stays closable
+            throw e;
+        }
     }
 
     private static MemorySegment create(Context context) {
         MemorySegment ctx = checkOpen(context);
-        return Native.create("ibv_create_comp_channel", Native.NO_HINT,
-                c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx));
+        try {
+            return Native.create("ibv_create_comp_channel", Native.NO_HINT,
+                    c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx));
+        } catch (IllegalStateException e) {
+            throw closed(e, context);
+        }
     }
 
     /** {@return the context it was created in} */
@@ -58,7 +68,7 @@ public final class CompletionChannel extends Resource {
      * @throws IllegalStateException if the channel is closed
      */
     public int fd() {
-        return ibv_comp_channel.fd(handle());
+        return read(ibv_comp_channel::fd);
     }
 
     /**
@@ -81,7 +91,7 @@ public final class CompletionChannel extends Resource {
         int fd = fd();
         while (Native.awaitReadable(fd, deadline, toString(), this::isOpen)) {
             MemorySegment ch = handle();
-            MemorySegment cqPtr = Native.call(c -> {
+            MemorySegment cqPtr = call(c -> {
                 MemorySegment cqOut = c.allocate(ADDRESS);
                 MemorySegment ctxOut = c.allocate(ADDRESS);
                 int rc = (int) GET_CQ_EVENT.invokeExact(c.errno(), ch, cqOut, ctxOut);

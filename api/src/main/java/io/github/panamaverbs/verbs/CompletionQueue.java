@@ -35,9 +35,15 @@ public final class CompletionQueue extends Resource {
         super(create(context, entries, channel, compVector), ibv_cq.sizeof(), context, channel);
         this.context = context;
         this.channel = channel;
-        this.pollFn = DataPath.op(context, DataPath.POLL);
-        this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
-        context.register(this, ptr().address());
+        try {
+            this.pollFn = DataPath.op(context, DataPath.POLL);
+            this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
+            context.register(this, ptr().address());
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e); // destroys the completion queue: its context and channel stay closable
+            throw e;
+        }
     }
 
     private static MemorySegment create(Context context, int entries, CompletionChannel channel, int compVector) {
@@ -53,9 +59,13 @@ public final class CompletionQueue extends Resource {
             throw new IllegalArgumentException("completion vector " + compVector + " is not in [0, "
                     + context.numCompVectors() + ")");
         }
-        return Native.create("ibv_create_cq", e -> e == Errno.EINVAL
-                        ? entries + " entries is more than the device's max_cqe" : Native.MEMLOCK.explain(e),
-                c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx, entries, MemorySegment.NULL, ch, compVector));
+        try {
+            return Native.create("ibv_create_cq", e -> e == Errno.EINVAL
+                            ? entries + " entries is more than the device's max_cqe" : Native.MEMLOCK.explain(e),
+                    c -> (MemorySegment) CREATE.invokeExact(c.errno(), ctx, entries, MemorySegment.NULL, ch, compVector));
+        } catch (IllegalStateException e) {
+            throw closed(e, context, channel);
+        }
     }
 
     /** {@return the context it was created in} */
@@ -75,7 +85,7 @@ public final class CompletionQueue extends Resource {
      * @throws IllegalStateException if the queue is closed
      */
     public int capacity() {
-        return ibv_cq.cqe(handle());
+        return read(ibv_cq::cqe);
     }
 
     /**
@@ -86,7 +96,7 @@ public final class CompletionQueue extends Resource {
      * @param batch where the completions go; its {@link WorkCompletions#count()} becomes the result
      * @return how many completions were read; 0 when the queue is empty
      * @throws NullPointerException  if {@code batch} is null
-     * @throws IllegalStateException if the queue is closed
+     * @throws IllegalStateException if this queue is closed, or the batch's memory was freed
      * @throws VerbsException        if the provider reports an error (not a failed completion: those are data)
      */
     public int poll(WorkCompletions batch) {
@@ -95,7 +105,9 @@ public final class CompletionQueue extends Resource {
         try {
             n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.segment);
         } catch (IllegalStateException e) {
-            throw closed(e);
+            throw isOpen() && !batch.segment.scope().isAlive()
+                    ? new IllegalStateException("the memory of the WorkCompletions batch has been freed (its arena is closed)", e)
+                    : closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         }
@@ -146,7 +158,7 @@ public final class CompletionQueue extends Resource {
             throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);
         }
         MemorySegment cq = handle();
-        Native.check("ibv_resize_cq", e -> e == Errno.EINVAL ? entries + " entries is more than the device's max_cqe, "
+        check("ibv_resize_cq", e -> e == Errno.EINVAL ? entries + " entries is more than the device's max_cqe, "
                 + "or fewer than the completions it holds now" : null,
                 c -> (int) RESIZE.invokeExact(c.errno(), cq, entries));
     }

@@ -78,8 +78,14 @@ public final class Context extends Resource {
         super(context, ibv_context.sizeof());
         this.device = device;
         this.owned = owned;
-        this.verbsContext = extended(handle());
-        Native.setNonBlocking(ibv_context.async_fd(handle()), "async_fd");
+        try {
+            this.verbsContext = extended(handle());
+            Native.setNonBlocking(ibv_context.async_fd(handle()), "async_fd");
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e); // closes the device (ibv_close_device) if it is this context's own
+            throw e;
+        }
     }
 
     /** {@code verbs_get_ctx}: the verbs_context that contains this ibv_context, if the provider has one. */
@@ -118,7 +124,7 @@ public final class Context extends Resource {
      * @throws IllegalStateException if the context is closed
      */
     public int numCompVectors() {
-        return ibv_context.num_comp_vectors(handle());
+        return read(ibv_context::num_comp_vectors);
     }
 
     /**
@@ -130,7 +136,7 @@ public final class Context extends Resource {
      */
     public DeviceAttributes queryDevice() {
         MemorySegment ctx = handle();
-        return Native.call(c -> {
+        return call(c -> {
             MemorySegment attr = c.allocate(ibv_device_attr_ex.layout());
             MemorySegment fn = extendedOp(verbs_context.query_device_ex$offset());
             int rc = Errno.EOPNOTSUPP;
@@ -161,7 +167,7 @@ public final class Context extends Resource {
     public PortAttributes queryPort(int port) {
         checkPort(port);
         MemorySegment ctx = handle();
-        return Native.call(c -> {
+        return call(c -> {
             MemorySegment attr = c.allocate(ibv_port_attr.layout());
             MemorySegment fn = extendedOp(verbs_context.query_port$offset());
             int rc = fn.address() != 0
@@ -186,7 +192,7 @@ public final class Context extends Resource {
     public Gid queryGid(int port, int index) {
         checkPort(port);
         MemorySegment ctx = handle();
-        return Native.call(c -> {
+        return call(c -> {
             MemorySegment gid = c.allocate(ValueLayout.JAVA_LONG, 2);
             Native.checkStatus("ibv_query_gid", e -> e == Errno.EINVAL ? "no GID index " + index + " on port " + port
                     + " of " + device.name() : null, (int) QUERY_GID.invokeExact(c.errno(), ctx, (byte) port, index, gid), c);
@@ -210,7 +216,7 @@ public final class Context extends Resource {
             max += queryPort(p).gidTblLen();
         }
         long capacity = max;
-        return Native.call(c -> {
+        return call(c -> {
             MemorySegment entries = c.allocate(ibv_gid_entry.layout(), Math.max(1, capacity));
             long n = (long) QUERY_GID_TABLE.invokeExact(c.errno(), ctx, entries, capacity, 0, ibv_gid_entry.sizeof());
             if (n < 0) {
@@ -245,7 +251,7 @@ public final class Context extends Resource {
     public Optional<AsyncEvent> nextAsyncEvent(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
         long deadline = Native.deadline(timeout);
-        int fd = ibv_context.async_fd(handle());
+        int fd = read(ibv_context::async_fd);
         while (Native.awaitReadable(fd, deadline, toString(), this::isOpen)) {
             Optional<AsyncEvent> event = readAsyncEvent();
             if (event.isPresent()) {
@@ -258,7 +264,7 @@ public final class Context extends Resource {
     /** {@code ibv_get_async_event} on the non-blocking fd: empty if another thread took the event. */
     private Optional<AsyncEvent> readAsyncEvent() {
         MemorySegment ctx = handle();
-        return Native.call(c -> {
+        return call(c -> {
             MemorySegment event = c.allocate(ibv_async_event.layout());
             int rc = (int) GET_ASYNC_EVENT.invokeExact(c.errno(), ctx, event);
             if (rc != 0 && c.lastErrno() == Errno.EAGAIN) {

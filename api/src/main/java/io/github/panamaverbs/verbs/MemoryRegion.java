@@ -97,14 +97,22 @@ public final class MemoryRegion extends Resource {
      */
     MemoryRegion(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access, boolean owned) {
         super(register(pd, arena, segment, access), ibv_mr.sizeof(), pd);
-        this.pd = pd;
+        // What destroy() needs first: from here on, a failure deregisters (abandon), before the caller's
+        // arena, or the region's own, can free the memory.
         this.ownedArena = owned ? arena : null;
         this.registration = new Registration(ptr().address());
+        this.pd = pd;
         this.segment = segment;
-        this.access = withImplied(access);
-        refreshKeys();
-        if (!owned) {
-            tie(arena, 0);
+        try {
+            this.access = withImplied(access);
+            refreshKeys();
+            if (!owned) {
+                tie(arena, 0);
+            }
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e);
+            throw e;
         }
     }
 
@@ -119,6 +127,14 @@ public final class MemoryRegion extends Resource {
         Objects.requireNonNull(access, "access");
         MemorySegment pdHandle = checkOpen(pd);
         int flags = AccessFlag.mask(withImplied(access));
+        try {
+            return registerChecked(pdHandle, segment, flags);
+        } catch (IllegalStateException e) {
+            throw closed(e, pd);
+        }
+    }
+
+    private static MemorySegment registerChecked(MemorySegment pdHandle, MemorySegment segment, int flags) {
         return Native.create("ibv_reg_mr", e -> Native.MEMLOCK.explain(e) != null
                         ? Native.MEMLOCK.explain(e) + " (registering " + segment.byteSize() + " bytes)" : null,
                 c -> (flags & OPTIONAL_RANGE) != 0
@@ -158,9 +174,8 @@ public final class MemoryRegion extends Resource {
     }
 
     private void refreshKeys() {
-        MemorySegment mr = handle();
-        lkey = ibv_mr.lkey(mr);
-        rkey = ibv_mr.rkey(mr);
+        lkey = read(ibv_mr::lkey);
+        rkey = read(ibv_mr::rkey);
     }
 
     /** {@return the protection domain it is registered in} */
@@ -225,7 +240,7 @@ public final class MemoryRegion extends Resource {
             if (!registration.isLive()) {
                 throw new IllegalStateException(this + " was deregistered when the arena of its memory closed");
             }
-            int rc = Native.call(c -> (int) REREG_MR.invokeExact(c.errno(), mr,
+            int rc = call(c -> (int) REREG_MR.invokeExact(c.errno(), mr,
                     Verbs.IBV_REREG_MR_CHANGE_TRANSLATION() | Verbs.IBV_REREG_MR_CHANGE_ACCESS(),
                     MemorySegment.NULL, newSegment, newSegment.byteSize(), AccessFlag.mask(flags)));
             if (rc != 0) {
@@ -234,9 +249,11 @@ public final class MemoryRegion extends Resource {
                         + "; the region keeps its old memory");
             }
             registration.generation++;
-            // The new memory is the caller's (also for a region that owned its first memory, which
-            // stays allocated until close): its arena's closing must deregister first.
-            tie(arena, registration.generation);
+            if (arena != ownedArena) {
+                // Also for a region that owned its first memory: the new memory is the caller's, and
+                // its arena must deregister before it frees it.
+                tie(arena, registration.generation);
+            }
         }
         this.segment = newSegment;
         this.access = flags;

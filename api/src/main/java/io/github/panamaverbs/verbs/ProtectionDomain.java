@@ -33,7 +33,11 @@ public final class ProtectionDomain extends Resource {
 
     private static MemorySegment allocate(Context context) {
         MemorySegment ctx = checkOpen(context);
-        return Native.create("ibv_alloc_pd", Native.NO_HINT, c -> (MemorySegment) ALLOC_PD.invokeExact(c.errno(), ctx));
+        try {
+            return Native.create("ibv_alloc_pd", Native.NO_HINT, c -> (MemorySegment) ALLOC_PD.invokeExact(c.errno(), ctx));
+        } catch (IllegalStateException e) {
+            throw closed(e, context);
+        }
     }
 
     /** {@return the context this domain belongs to} */
@@ -117,7 +121,9 @@ public final class ProtectionDomain extends Resource {
             }
             return new MemoryRegion(this, arena, segment, flags, true);
         } catch (RuntimeException | Error e) {
-            arena.close();
+            if (arena.scope().isAlive()) { // a region that failed after registering closed it already
+                arena.close();
+            }
             throw e;
         }
     }
@@ -180,6 +186,10 @@ public final class ProtectionDomain extends Resource {
     }
 
     private String ibvHandle() {
-        return isClosed() ? "closed" : Integer.toString(ibv_pd.handle(handle()));
+        try {
+            return isOpen() ? Integer.toString(ibv_pd.handle(handle())) : "closed";
+        } catch (IllegalStateException e) {
+            return "closed"; // by another thread, just now
+        }
     }
 }

@@ -80,17 +80,24 @@ public final class QueuePair extends Resource {
                       UnaryOperator<MemorySegment> creator, Consumer<MemorySegment> destroyer, Resource owner,
                       QpState initialState) {
         super(create(pd, init, granted, creator), ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq, owner);
+        // What destroy() needs first: from here on, a failure destroys the queue pair (abandon).
         this.destroyer = destroyer;
-        this.state = initialState;
-        this.pd = pd;
         this.context = pd.context();
-        this.type = init.type;
-        this.capabilities = granted[0];
-        this.qpNum = ibv_qp.qp_num(ptr());
-        this.hasSrq = init.srq != null;
-        this.postSendFn = DataPath.op(context, DataPath.POST_SEND);
-        this.postRecvFn = DataPath.op(context, DataPath.POST_RECV);
-        context.register(this, ptr().address());
+        try {
+            this.state = initialState;
+            this.pd = pd;
+            this.type = init.type;
+            this.capabilities = granted[0];
+            this.qpNum = ibv_qp.qp_num(ptr());
+            this.hasSrq = init.srq != null;
+            this.postSendFn = DataPath.op(context, DataPath.POST_SEND);
+            this.postRecvFn = DataPath.op(context, DataPath.POST_RECV);
+            context.register(this, ptr().address());
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e);
+            throw e;
+        }
     }
 
     private static MemorySegment create(ProtectionDomain pd, QpInitAttributes c, QpCapabilities[] granted,
@@ -110,6 +117,15 @@ public final class QueuePair extends Resource {
                 throw new IllegalArgumentException(c.srq + " belongs to another context than " + pd);
             }
         }
+        try {
+            return createChecked(pdHandle, c, granted, creator);
+        } catch (IllegalStateException e) {
+            throw closed(e, pd, c.sendCq, c.recvCq, c.srq);
+        }
+    }
+
+    private static MemorySegment createChecked(MemorySegment pdHandle, QpInitAttributes c, QpCapabilities[] granted,
+                                               UnaryOperator<MemorySegment> creator) {
         return Native.call(call -> {
             MemorySegment init = call.allocate(ibv_qp_init_attr.layout());
             ibv_qp_init_attr.send_cq(init, c.sendCq.handle());
@@ -183,7 +199,7 @@ public final class QueuePair extends Resource {
         }
         MemorySegment q = handle();
         String to = (attributes.mask & QpAttributes.IBV_QP_STATE) != 0 ? " to " + attributes.state() : "";
-        Native.check("ibv_modify_qp", e -> "moving " + this + " from " + state + to + " failed (mask 0x"
+        check("ibv_modify_qp", e -> "moving " + this + " from " + state + to + " failed (mask 0x"
                         + Integer.toHexString(attributes.mask) + ")"
                         + (e == Errno.EINVAL ? ": an attribute or the mask is not valid for this transition" : ""),
                 c -> (int) MODIFY.invokeExact(c.errno(), q, attributes.attr, attributes.mask));
@@ -206,7 +222,7 @@ public final class QueuePair extends Resource {
                 | QpAttributes.IBV_QP_RQ_PSN | QpAttributes.IBV_QP_SQ_PSN | QpAttributes.IBV_QP_AV | QpAttributes.IBV_QP_CAP
                 | (type == QpType.UD ? QpAttributes.IBV_QP_QKEY : 0);
         MemorySegment q = handle();
-        Native.check("ibv_query_qp", Native.NO_HINT, c -> (int) QUERY.invokeExact(c.errno(), q, result.attr, all,
+        check("ibv_query_qp", Native.NO_HINT, c -> (int) QUERY.invokeExact(c.errno(), q, result.attr, all,
                 c.allocate(ibv_qp_init_attr.layout())));
         result.mask = all;
         state = result.state();

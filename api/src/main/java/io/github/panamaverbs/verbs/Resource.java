@@ -1,5 +1,6 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.VerbsBridge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -61,8 +62,72 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
             }
         }
         this.uses = list.toArray(new Resource[0]);
-        for (Resource r : this.uses) {
-            r.addUser(this);
+        int linked = 0;
+        try {
+            for (Resource r : this.uses) {
+                r.addUser(this);
+                linked++;
+            }
+        } catch (RuntimeException | Error e) {
+            // A parent was closed by another thread since the creating verb checked it. The only parent
+            // that can close while its child exists natively is a context (the kernel refuses to free
+            // the others, EBUSY), and closing a context destroyed the child with it: unlink, and throw.
+            for (int i = 0; i < linked; i++) {
+                this.uses[i].removeUser(this);
+            }
+            arena.close();
+            throw e;
+        }
+    }
+
+    /**
+     * For a constructor that fails after {@code super(...)}, when the native object exists: destroys
+     * it and unlinks it from the resources it uses, so that they stay closable. A failure of the destroy
+     * verb is added to {@code failure} as suppressed. The constructor then throws {@code failure}:
+     * <pre>{@code
+     * super(create(...), ...);
+     * try {
+     *     ...
+     * } catch (RuntimeException | Error e) {
+     *     abandon(e);
+     *     throw e;
+     * }
+     * }</pre>
+     * The fields that {@link #destroy(MemorySegment)} uses must be set before anything that can fail.
+     */
+    final void abandon(Throwable failure) {
+        MemorySegment address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
+        synchronized (this) {
+            closed = true;
+        }
+        try {
+            arena.close();
+        } catch (IllegalStateException e) {
+            failure.addSuppressed(e);
+        }
+        try {
+            destroy(address);
+        } catch (RuntimeException | Error e) {
+            failure.addSuppressed(e);
+        }
+        for (Resource r : uses) {
+            r.removeUser(this);
+        }
+    }
+
+    /**
+     * Test hook (package-private, null in production): when set, the constructors of the resources
+     * that do more after creating their native object (queue pairs, completion queues, shared receive
+     * queues, memory regions, completion channels, contexts) call it last, so that a test can make a
+     * constructor fail after the native object exists.
+     */
+    static volatile java.util.function.Consumer<Resource> afterCreateHook;
+
+    /** Calls {@link #afterCreateHook}, if set; the last statement of a constructor that can fail after creating. */
+    final void afterCreate() {
+        java.util.function.Consumer<Resource> hook = afterCreateHook;
+        if (hook != null) {
+            hook.accept(this);
         }
     }
 
@@ -114,6 +179,50 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
     }
 
+    /**
+     * For a verb that creates a child of {@code involved}: FFM's refusal ("Already closed") of a
+     * parent that another thread closed during the call becomes "... is closed", naming it.
+     */
+    static IllegalStateException closed(IllegalStateException cause, Resource... involved) {
+        for (Resource r : involved) {
+            if (r != null && !r.isOpen()) {
+                return new IllegalStateException(r + " is closed", cause);
+            }
+        }
+        return cause;
+    }
+
+    // Control-path calls on this resource. The handle is checked first, but another thread may close the
+    // resource between the check and the downcall, and FFM then refuses the segment with its own bare
+    // "Already closed": these turn that into "... is closed", as the data path does (closed(cause)).
+
+    /** {@link Native#call} on this resource. */
+    final <T> T call(Native.Body<T> body) {
+        try {
+            return Native.call(body);
+        } catch (IllegalStateException e) {
+            throw closed(e);
+        }
+    }
+
+    /** {@link Native#check} on this resource. */
+    final void check(String verb, Native.Hint hint, Native.IntBody body) {
+        try {
+            Native.check(verb, hint, body);
+        } catch (IllegalStateException e) {
+            throw closed(e);
+        }
+    }
+
+    /** Reads a field of this resource's C struct. */
+    final <T> T read(java.util.function.Function<MemorySegment, T> field) {
+        try {
+            return field.apply(handle());
+        } catch (IllegalStateException e) {
+            throw closed(e);
+        }
+    }
+
     /** {@return whether {@link #close()} has completed} */
     public final synchronized boolean isClosed() {
         return closed;
@@ -138,7 +247,7 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
                 throw new IllegalStateException(this + " is already closed");
             }
             if (!users.isEmpty()) {
-                throw new IllegalStateException("cannot close " + this + ": still in use by " + users
+                throw new IllegalStateException("cannot close " + this + ": still in use by " + names(users)
                         + "; close those first");
             }
             address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
@@ -162,6 +271,25 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         for (Resource r : uses) {
             r.removeUser(this);
         }
+    }
+
+    /**
+     * The names of {@code resources}, as a list prints them. A resource joins its parents' users as
+     * soon as its native object exists, before its constructor has set the fields its toString reads:
+     * another thread's close() may see it then, and names it by its class.
+     */
+    private static String names(Set<Resource> resources) {
+        List<String> names = new ArrayList<>();
+        for (Resource r : resources) {
+            String name;
+            try {
+                name = r.toString();
+            } catch (RuntimeException e) {
+                name = r.getClass().getSimpleName() + " (being created by another thread)";
+            }
+            names.add(name);
+        }
+        return names.toString();
     }
 
     /** How long {@link #close()} retries while other threads are in calls that use the resource. */

@@ -21,9 +21,13 @@ final class ScatterGather {
     private final MemorySegment wr;
     private final long numSgeOffset;
     private final MemorySegment sges;
-    /** The region of each entry; null for inline data, whose segment is in {@link #inline}. */
+    /** The region of each entry; null for inline data. */
     private final MemoryRegion[] regions;
-    private final MemorySegment[] inline;
+    /**
+     * The memory each entry points into: the region's segment when the entry was set (a
+     * reregistration may move the region since), or the inline data.
+     */
+    private final MemorySegment[] memory;
     private int count;
 
     /**
@@ -38,7 +42,7 @@ final class ScatterGather {
         this.sges = sges;
         int capacity = (int) (sges.byteSize() / SGE_SIZE);
         this.regions = new MemoryRegion[capacity];
-        this.inline = new MemorySegment[capacity];
+        this.memory = new MemorySegment[capacity];
         wr.set(ADDRESS, sgListOffset, sges);
     }
 
@@ -46,9 +50,10 @@ final class ScatterGather {
         return count;
     }
 
+    /** The native field first: if the request's memory is freed, it throws and nothing changed. */
     private void setCount(int n) {
-        count = n;
         wr.set(JAVA_INT, numSgeOffset, n);
+        count = n;
     }
 
     void add(MemoryRegion region, long offset, int length) {
@@ -56,17 +61,30 @@ final class ScatterGather {
             throw new IllegalStateException("this request has room for " + regions.length + " scatter/gather entries");
         }
         set(count, region, offset, length);
-        setCount(count + 1);
     }
 
+    /**
+     * Sets entry {@code index}, which exists or is the next one (then the count grows). Checks come
+     * first: a call that throws leaves the entries as they were.
+     */
     void set(int index, MemoryRegion region, long offset, int length) {
         if (index < 0 || index > count || index >= regions.length) {
             throw new IndexOutOfBoundsException("SGE index " + index + " with " + count + " set, room for " + regions.length);
         }
         region.checkRange(offset, Integer.toUnsignedLong(length));
-        write(index, region.address() + offset, length, region.lkey());
+        MemorySegment in = region.segment();
+        write(index, in.address() + offset, length, region.lkey());
         regions[index] = region;
-        inline[index] = null;
+        memory[index] = in;
+        if (index == count) {
+            setCount(count + 1);
+        }
+    }
+
+    /** Makes {@code [offset, offset + length)} of {@code region} the only entry; unchanged if it throws. */
+    void single(MemoryRegion region, long offset, int length) {
+        set(0, region, offset, length);
+        setCount(1);
     }
 
     /** One entry over {@code data}, which needs no region (the provider copies it at post time). */
@@ -79,7 +97,7 @@ final class ScatterGather {
         }
         write(0, data.address(), (int) data.byteSize(), 0);
         regions[0] = null;
-        inline[0] = data;
+        memory[0] = data;
         setCount(1);
     }
 
@@ -94,14 +112,21 @@ final class ScatterGather {
         sges.set(JAVA_INT, at + LKEY, lkey);
     }
 
-    /** Throws if an entry's region was closed or its memory freed since it was set. Allocation-free. */
+    /**
+     * Throws if an entry's region was closed or deregistered, or the memory it points into was freed,
+     * since it was set. Allocation-free.
+     */
     void check(int requestIndex) {
         for (int i = 0; i < count; i++) {
             MemoryRegion region = regions[i];
             if (region != null) {
                 region.checkMemory();
-            } else if (!inline[i].scope().isAlive()) {
-                throw new IllegalStateException("the inline data of work request " + requestIndex + " has been freed");
+                if (!memory[i].scope().isAlive()) {
+                    throw new IllegalStateException("SGE " + i + " of work request #" + requestIndex + " points into memory "
+                            + "that has been freed (" + region + " was reregistered onto other memory since)");
+                }
+            } else if (!memory[i].scope().isAlive()) {
+                throw new IllegalStateException("the inline data of work request #" + requestIndex + " has been freed");
             }
         }
     }

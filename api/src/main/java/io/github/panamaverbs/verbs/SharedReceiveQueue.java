@@ -32,8 +32,14 @@ public final class SharedReceiveQueue extends Resource {
         super(create(pd, maxWr, maxSge), ibv_srq.sizeof(), pd);
         this.pd = pd;
         this.context = pd.context();
-        this.postFn = DataPath.op(context, DataPath.POST_SRQ_RECV);
-        context.register(this, ptr().address());
+        try {
+            this.postFn = DataPath.op(context, DataPath.POST_SRQ_RECV);
+            context.register(this, ptr().address());
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e); // destroys the shared receive queue: its protection domain stays closable
+            throw e;
+        }
     }
 
     private static MemorySegment create(ProtectionDomain pd, int maxWr, int maxSge) {
@@ -41,14 +47,18 @@ public final class SharedReceiveQueue extends Resource {
             throw new IllegalArgumentException("maxWr and maxSge must be positive, not " + maxWr + " and " + maxSge);
         }
         MemorySegment pdHandle = checkOpen(pd);
-        return Native.call(c -> {
-            MemorySegment init = c.allocate(ibv_srq_init_attr.layout());
-            MemorySegment attr = ibv_srq_init_attr.attr(init);
-            ibv_srq_attr.max_wr(attr, maxWr);
-            ibv_srq_attr.max_sge(attr, maxSge);
-            return Native.create("ibv_create_srq", Native.MEMLOCK,
-                    x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, init));
-        });
+        try {
+            return Native.call(c -> {
+                MemorySegment init = c.allocate(ibv_srq_init_attr.layout());
+                MemorySegment attr = ibv_srq_init_attr.attr(init);
+                ibv_srq_attr.max_wr(attr, maxWr);
+                ibv_srq_attr.max_sge(attr, maxSge);
+                return Native.create("ibv_create_srq", Native.MEMLOCK,
+                        x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, init));
+            });
+        } catch (IllegalStateException e) {
+            throw closed(e, pd);
+        }
     }
 
     /** {@return the protection domain it was created in} */
@@ -92,7 +102,7 @@ public final class SharedReceiveQueue extends Resource {
      */
     public void arm(int limit) {
         MemorySegment s = handle();
-        Native.check("ibv_modify_srq", Native.NO_HINT, c -> {
+        check("ibv_modify_srq", Native.NO_HINT, c -> {
             MemorySegment attr = c.allocate(ibv_srq_attr.layout());
             ibv_srq_attr.srq_limit(attr, limit);
             return (int) MODIFY.invokeExact(c.errno(), s, attr, Verbs.IBV_SRQ_LIMIT());
@@ -108,7 +118,7 @@ public final class SharedReceiveQueue extends Resource {
      */
     public SrqAttributes query() {
         MemorySegment s = handle();
-        return Native.call(c -> {
+        return call(c -> {
             MemorySegment attr = c.allocate(ibv_srq_attr.layout());
             Native.checkStatus("ibv_query_srq", Native.NO_HINT, (int) QUERY.invokeExact(c.errno(), s, attr), c);
             return new SrqAttributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), ibv_srq_attr.srq_limit(attr));

@@ -68,7 +68,8 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
     /**
      * Sets a single scatter/gather entry: {@code length} bytes at {@code offset} in {@code region},
      * in place of the entries set before. The range is checked against the region now; the region
-     * and its memory are checked again when the request is posted.
+     * and its memory are checked again when the request is posted. If it throws, the request keeps
+     * the entries it had.
      *
      * @param region the registered memory
      * @param offset where the bytes start in {@code region}
@@ -80,8 +81,7 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      */
     public R sge(MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
-        sgl.clear();
-        sgl.add(region, offset, length);
+        sgl.single(region, offset, length);
         return self();
     }
 
@@ -104,8 +104,8 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
     }
 
     /**
-     * Replaces scatter/gather entry {@code index}, which must exist or be the next one. Writing the
-     * next one ({@code index == sgeCount()}) does not count it: {@link #addSge} appends.
+     * Replaces scatter/gather entry {@code index}, which must exist, or appends it if it is the next
+     * one ({@code index == sgeCount()}). If it throws, the request keeps the entries it had.
      *
      * @param index  the entry, from 0, at most {@link #sgeCount()}
      * @param region the registered memory

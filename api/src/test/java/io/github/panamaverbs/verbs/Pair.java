@@ -10,7 +10,7 @@ import java.util.List;
 
 /**
  * Two queue pairs of one type on one device, connected to each other, each with its own completion
- * queue and a 1 MiB registered buffer with full remote access. The test rig for data-path tests.
+ * queue and a registered buffer (1 MiB unless told) with full remote access. The test rig for data-path tests.
  */
 final class Pair implements AutoCloseable {
     static final int BUFFER = 1 << 20;
@@ -32,6 +32,11 @@ final class Pair implements AutoCloseable {
     }
 
     Pair(TestDevice device, QpType type, java.util.function.UnaryOperator<QpInitAttributes> tune) {
+        this(device, type, BUFFER, tune);
+    }
+
+    /** A pair whose two registered buffers have {@code bufferSize} bytes each. */
+    Pair(TestDevice device, QpType type, long bufferSize, java.util.function.UnaryOperator<QpInitAttributes> tune) {
         ctx = device.open();
         pd = ctx.allocateProtectionDomain();
         cqA = ctx.createCompletionQueue(256);
@@ -44,8 +49,8 @@ final class Pair implements AutoCloseable {
             all.remove(AccessFlag.REMOTE_READ);
             all.remove(AccessFlag.REMOTE_ATOMIC);
         }
-        mrA = pd.allocateAndRegister(BUFFER, all.toArray(AccessFlag[]::new));
-        mrB = pd.allocateAndRegister(BUFFER, all.toArray(AccessFlag[]::new));
+        mrA = pd.allocateAndRegister(bufferSize, all.toArray(AccessFlag[]::new));
+        mrB = pd.allocateAndRegister(bufferSize, all.toArray(AccessFlag[]::new));
         how = ConnectOptions.port(device.port()).gidIndex(device.gidIndex());
         if (type != QpType.UD) {
             RemoteEndpoint ea = a.localEndpoint(how);

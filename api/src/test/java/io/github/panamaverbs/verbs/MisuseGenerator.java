@@ -1541,6 +1541,8 @@ final class MisuseGenerator {
             // Succeeded or not, the request holds what the model says: a call that throws changes nothing.
             invariant(w.sgeCount() == q.sges.size(), q.name + ".sgeCount() is " + w.sgeCount() + " but the model has "
                     + q.sges.size() + " entries " + q.sges + (lastOk ? "" : " (the call threw)"));
+            invariant(w.next() == (q.next == null ? null : q.next.request()), q.name + ".next() is not " + q.next
+                    + (lastOk ? "" : " (the call threw)"));
             return true;
         }
 

@@ -151,8 +151,9 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
                 throw new IllegalArgumentException("chaining " + request + " would make a cycle");
             }
         }
-        this.next = request;
+        // The native link first: if this request's memory was freed, it throws and nothing changed.
         segment.set(ADDRESS, nextOffset, request == null ? MemorySegment.NULL : request.segment);
+        this.next = request;
         return self();
     }
 

@@ -159,8 +159,8 @@ final class MisuseGenerator {
         }
     }
 
-    /** The result of {@link #run}: the failure, or null, and the stats. */
-    record Result(Failure failure, Stats stats, List<String> trace) {
+    /** The result of {@link #run}: the failure, or null, the stats, the calls (if traced) and the ops that ran. */
+    record Result(Failure failure, Stats stats, List<String> trace, List<Op> ran) {
     }
 
     private static final Set<Class<? extends Throwable>> DOCUMENTED = Set.of(IllegalStateException.class,
@@ -192,15 +192,22 @@ final class MisuseGenerator {
         return dev == null ? Map.of() : Footprint.rdma(dev.name());
     }
 
+    /** Runs all of {@code ops}; see {@link #run(List, boolean, int)}. */
+    Result run(List<Op> ops, boolean trace) {
+        return run(ops, trace, Integer.MAX_VALUE);
+    }
+
     /**
-     * Runs {@code ops} on a fresh world in a thread of its own, then closes everything and compares
+     * Runs {@code ops} on a fresh world in a thread of its own, until they end or {@code calls} API
+     * calls have been made (an op without a target makes none), then closes everything and compares
      * the device's resource counts with those before. A hang (an op running longer than the limit)
-     * is a failure too; the hung thread is left behind (a daemon).
+     * is a failure too; the hung thread is left behind (a daemon). The ops that ran are
+     * {@link Result#ran()}: the list that replays the run.
      *
      * @param trace whether to keep the description of every call (for printing a shrunk sequence)
      */
-    Result run(List<Op> ops, boolean trace) {
-        World w = new World(trace);
+    Result run(List<Op> ops, boolean trace, int calls) {
+        World w = new World(trace, calls);
         long c0 = System.nanoTime();
         Map<String, Integer> before = counts();
         w.stats.countNanos += System.nanoTime() - c0;
@@ -213,7 +220,7 @@ final class MisuseGenerator {
                     Failure f = new Failure(w.index, w.index >= 0 && w.index < ops.size() ? ops.get(w.index).kind() : null,
                             w.call, "hung: no return after " + hangNanos / 1_000_000_000 + " s; the calls before it:\n        "
                             + String.join("\n        ", w.recent), null);
-                    return new Result(f, w.stats, w.trace);
+                    return new Result(f, w.stats, w.trace, ops.subList(0, w.ran));
                 }
             }
         } catch (InterruptedException e) {
@@ -230,7 +237,7 @@ final class MisuseGenerator {
                         + "before " + Footprint.format(before) + ", after " + Footprint.format(after), null);
             }
         }
-        return new Result(f, w.stats, w.trace);
+        return new Result(f, w.stats, w.trace, ops.subList(0, w.ran));
     }
 
     /**
@@ -522,14 +529,19 @@ final class MisuseGenerator {
         private Kind kind;
         private boolean lastOk;
         private int names;
+        private final int calls;
+        /** How many ops have run (started, for a failure). */
+        volatile int ran;
 
-        World(boolean trace) {
+        World(boolean trace, int calls) {
             this.trace = trace ? new ArrayList<>() : null;
+            this.calls = calls;
         }
 
         void runAll(List<Op> ops) {
             try {
-                for (int i = 0; i < ops.size(); i++) {
+                for (int i = 0; i < ops.size() && stats.executed < calls; i++) {
+                    ran = i + 1;
                     index = i;
                     kind = ops.get(i).kind();
                     long t0 = System.nanoTime();
@@ -1541,6 +1553,8 @@ final class MisuseGenerator {
             // Succeeded or not, the request holds what the model says: a call that throws changes nothing.
             invariant(w.sgeCount() == q.sges.size(), q.name + ".sgeCount() is " + w.sgeCount() + " but the model has "
                     + q.sges.size() + " entries " + q.sges + (lastOk ? "" : " (the call threw)"));
+            invariant(w.next() == (q.next == null ? null : q.next.request()), q.name + ".next() is not " + q.next
+                    + (lastOk ? "" : " (the call threw)"));
             return true;
         }
 

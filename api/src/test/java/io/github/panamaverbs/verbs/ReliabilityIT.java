@@ -55,7 +55,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * with {@code RELIABILITY}. The counts are system properties whose defaults are what CI runs:
  * <ul>
  *   <li>{@code reliability.misuse.seeds} (comma-separated, decimal or 0x-hex; default three random
- *       seeds, printed), {@code reliability.misuse.ops} (5000 per seed),
+ *       seeds, printed), {@code reliability.misuse.ops} (5000 calls per seed),
  *       {@code reliability.misuse.trace} (print every call of every seed),
  *       {@code reliability.misuse.shrinkSeconds} (how long a failure may be shrunk: 120),
  *       {@code reliability.misuse.hangSeconds} (how long one call may take: 60)</li>
@@ -103,7 +103,7 @@ class ReliabilityIT {
     }
 
     /**
-     * At least 5,000 generated ops per seed, three seeds: each call must succeed or throw what the
+     * 5,000 calls per seed (ops are drawn until then), three seeds: each call must succeed or throw what the
      * generator's model allows (see {@link MisuseGenerator}); afterwards everything closes and the
      * device holds no more objects than before. A failure prints the seed and the shrunk sequence.
      */
@@ -120,18 +120,20 @@ class ReliabilityIT {
         long t0 = System.nanoTime();
         for (long seed : seeds) {
             // Printed first: if the JVM dies, the seed is on the console (replay with -Dreliability.misuse.trace=true).
-            report("misuse: seed 0x" + Long.toHexString(seed) + ", " + ops + " ops (replay: -Dreliability.misuse.seeds=0x"
+            report("misuse: seed 0x" + Long.toHexString(seed) + ", " + ops + " calls (replay: -Dreliability.misuse.seeds=0x"
                     + Long.toHexString(seed) + ")");
-            List<Op> plan = MisuseGenerator.plan(seed, ops);
+            // Ops are drawn until `ops` calls were made: an op that finds no target makes none.
+            List<Op> drawn = MisuseGenerator.plan(seed, 2 * ops);
             long ts = System.nanoTime();
-            Result result = generator.run(plan, trace);
+            Result result = generator.run(drawn, trace, ops);
+            List<Op> plan = result.ran();
             if (trace) {
                 MisuseGenerator.print(System.out::println, result.trace());
             }
             total.add(result.stats());
             Failure f = result.failure();
-            report(String.format("misuse: seed 0x%s: %s; %.1f s (most in %s)%s", Long.toHexString(seed), result.stats(), seconds(ts),
-                    result.stats().slowest(), f == null ? "" : "; FAILED"));
+            report(String.format("misuse: seed 0x%s: %d ops, %s; %.1f s (most in %s)%s", Long.toHexString(seed), plan.size(),
+                    result.stats(), seconds(ts), result.stats().slowest(), f == null ? "" : "; FAILED"));
             if (f != null) {
                 failures.add("seed 0x" + Long.toHexString(seed) + ": " + f);
                 System.out.println("  failure at " + f);
@@ -146,8 +148,10 @@ class ReliabilityIT {
                         + String.join(", ", minimal.stream().map(Op::toString).toList()) + ")");
             }
         }
-        report(String.format("misuse: %d seeds x %d ops, %s, %d failures, %.1f s", seeds.size(), ops, total, failures.size(), seconds(t0)));
+        report(String.format("misuse: %d seeds x %d calls, %s, %d failures, %.1f s", seeds.size(), ops, total, failures.size(),
+                seconds(t0)));
         assertTrue(failures.isEmpty(), () -> String.join("\n", failures));
+        assertTrue(total.executed >= (long) ops * seeds.size(), () -> "fewer calls than " + ops + " per seed: " + total);
         // The runs did reach the device and did misuse it: both outcomes in numbers.
         assertTrue(total.ok > ops / 5 && total.thrown() > ops / 5, () -> "too few successes or exceptions: " + total);
     }

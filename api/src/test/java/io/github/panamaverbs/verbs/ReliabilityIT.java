@@ -31,6 +31,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
@@ -337,6 +338,9 @@ class ReliabilityIT {
                                 assertEquals(-1L, p.mrB.segment().asSlice(0, 64).mismatch(p.mrA.segment().asSlice(0, 64)),
                                         "round " + i + ": the written bytes");
                             }
+                            // The writes that completed did so successfully (a destroyed queue pair's others vanish).
+                            assertTrue(Set.of("SUCCESS", "WR_FLUSH_ERR").containsAll(completions.counts.keySet()),
+                                    () -> "completions " + completions);
                         }
                     }
                 }
@@ -440,6 +444,8 @@ class ReliabilityIT {
                             }
                         });
                         userEnds.add(documented(t));
+                        assertTrue(t instanceof IllegalStateException, () -> "the other thread ended with " + t);
+                        assertMessage(t, "is closed");
                         assertTrue(ctx.isClosed());
                     }
                 }

@@ -203,14 +203,8 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         boolean isServer = server == null;
         int maxSize = maxSize(mtu);
         ConnectOptions co = connectOptions(mtu);
-        PerftestCm.Test cm = null;
-        Context qpContext = ctx;
-        if (rdmaCm) {
-            // perftest's create_rdma_cm_connection: a hand-shake, the test QP's connection, a hand-shake
-            cm = res.add(PerftestCm.Test.start(server, tcpPort, timeout));
-            link.handShake(PerftestLink.Key.NONE);
-            qpContext = cm.arrive();   // librdmacm's context of the device: the QP's resources go there
-        }
+        PerftestCm.Test cm = rdmaCm ? startRdmaCm(res, link) : null;
+        Context qpContext = cm != null ? cm.arrive() : ctx;   // with -R, librdmacm's context: the QP's resources go there
         ProtectionDomain pd = res.add(qpContext.allocateProtectionDomain());
         // [0, half): what the client sends; [half, 2 half): where the server's data lands (page-aligned,
         // with room for UD's GRH in front of the last slot)
@@ -347,6 +341,8 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         final MemoryRegion credit;
         /** The server's credit write: its receive count, from credit[0] to the client's credit[1]. */
         final SendRequest creditWrite;
+        /** Where the credit writes' completions are polled into. */
+        private final WorkCompletions swc = new WorkCompletions(POLL_BATCH);
         /** Credit writes posted and not yet completed (the server's scredit). */
         int creditsOutstanding;
 
@@ -387,7 +383,6 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
 
         /** Polls the credit writes' completions (once, or until all completed); fails on an error. */
         private void reapCreditWrites(boolean once) {
-            WorkCompletions swc = new WorkCompletions(POLL_BATCH);
             do {
                 int ne = creditCq.poll(swc);
                 for (int i = 0; i < ne; i++) {
@@ -749,13 +744,6 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         printBannerTail(out, rdmaCm);
     }
 
-    /** Polls {@code cq} empty. */
-    private static void drain(CompletionQueue cq) {
-        WorkCompletions wc = new WorkCompletions(16);
-        while (cq.poll(wc) > 0) {
-            // flushed completions of a queue pair that is gone
-        }
-    }
 
     /** ctx_print_pingpong_data: RKey and VAddr for write-bw. */
     private void printAddress(PrintStream out, String side, PerftestLink.Key k) {

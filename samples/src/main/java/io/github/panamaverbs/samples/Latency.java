@@ -156,14 +156,8 @@ final class Latency extends PerftestTool<Latency.Verb> {
         int maxSize = maxSize(mtu);
         int lastExponent = type == QpType.UD ? Integer.numberOfTrailingZeros(mtu.bytes()) : 23;
         int outReads = verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 1;
-        PerftestCm.Test cm = null;
-        Context qpContext = ctx;
-        if (rdmaCm) {
-            // perftest's create_rdma_cm_connection: a hand-shake, the test QP's connection, a hand-shake
-            cm = res.add(PerftestCm.Test.start(server, tcpPort, timeout));
-            link.handShake(PerftestLink.Key.NONE);
-            qpContext = cm.arrive();   // librdmacm's context of the device: the QP's resources go there
-        }
+        PerftestCm.Test cm = rdmaCm ? startRdmaCm(res, link) : null;
+        Context qpContext = cm != null ? cm.arrive() : ctx;   // with -R, librdmacm's context: the QP's resources go there
         ProtectionDomain pd = res.add(qpContext.allocateProtectionDomain());
         EnumSet<AccessFlag> access = EnumSet.of(AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         if (verb == Verb.ATOMIC) {
@@ -292,13 +286,6 @@ final class Latency extends PerftestTool<Latency.Verb> {
         }
     }
 
-    /** Polls {@code cq} empty. */
-    private static void drain(CompletionQueue cq) {
-        WorkCompletions wc = new WorkCompletions(16);
-        while (cq.poll(wc) > 0) {
-            // flushed completions of a queue pair that is gone
-        }
-    }
 
     /** One size: returns the post times, or null for the passive server of reads and atomics. */
     private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer) {

@@ -2,6 +2,7 @@ package io.github.panamaverbs.samples;
 
 import io.github.panamaverbs.verbs.AddressHandle;
 import io.github.panamaverbs.verbs.AddressVector;
+import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.Mtu;
@@ -10,6 +11,7 @@ import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.WorkCompletions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -248,6 +250,24 @@ abstract class PerftestTool<V extends Enum<V>> {
         out.println(" Data ex. method : Ethernet");
         out.println(LINE);
         out.flush();
+    }
+
+    /**
+     * perftest's create_rdma_cm_connection up to the test queue pair ({@code -R}): the server listens
+     * for it, then the first hand-shake; {@link PerftestCm.Test#arrive()} comes next.
+     */
+    final PerftestCm.Test startRdmaCm(Resources res, PerftestLink link) {
+        PerftestCm.Test cm = res.add(PerftestCm.Test.start(server, tcpPort, timeout));
+        link.handShake(PerftestLink.Key.NONE);
+        return cm;
+    }
+
+    /** Polls {@code cq} empty: the flushed completions of a refused attempt's queue pair. */
+    static void drain(CompletionQueue cq) {
+        WorkCompletions wc = new WorkCompletions(16);
+        while (cq.poll(wc) > 0) {
+            // flushed completions of a queue pair that is gone
+        }
     }
 
     /** ctx_print_test_info's last lines, with {@code -R} as perftest prints them (the server's two more lines too). */

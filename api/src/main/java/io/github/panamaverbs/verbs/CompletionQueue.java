@@ -7,6 +7,7 @@ import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.Objects;
+import java.lang.ref.Reference;
 
 /**
  * A completion queue ({@code struct ibv_cq}): where the device reports finished work requests.
@@ -103,13 +104,15 @@ public final class CompletionQueue extends Resource {
         Objects.requireNonNull(batch, "batch");
         int n;
         try {
-            n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.segment);
+            n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment);
         } catch (IllegalStateException e) {
             throw isOpen() && !batch.segment.scope().isAlive()
                     ? new IllegalStateException("the memory of the WorkCompletions batch has been freed (its arena is closed)", e)
                     : closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(batch);
         }
         if (n < 0) {
             batch.count = 0;

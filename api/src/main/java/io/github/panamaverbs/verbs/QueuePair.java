@@ -12,6 +12,7 @@ import java.security.SecureRandom;
 import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
+import java.lang.ref.Reference;
 
 /**
  * A queue pair ({@code struct ibv_qp}): a send queue and a receive queue, the endpoint of RDMA
@@ -406,11 +407,13 @@ public final class QueuePair extends Resource {
         Objects.requireNonNull(request, "request").checkChain(type);
         int rc;
         try {
-            rc = (int) DataPath.POST.invokeExact(postSendFn, ptr(), request.segment, request.badWr);
+            rc = (int) DataPath.POST.invokeExact(postSendFn, ptr(), request.callWr, request.callBadWr);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(request);
         }
         if (rc != 0) {
             throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
@@ -437,11 +440,13 @@ public final class QueuePair extends Resource {
         Objects.requireNonNull(request, "request").checkChain(type);
         int rc;
         try {
-            rc = (int) DataPath.POST.invokeExact(postRecvFn, ptr(), request.segment, request.badWr);
+            rc = (int) DataPath.POST.invokeExact(postRecvFn, ptr(), request.callWr, request.callBadWr);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(request);
         }
         if (rc != 0) {
             throw request.postFailed("ibv_post_recv", rc, this, stateHint(false, rc));

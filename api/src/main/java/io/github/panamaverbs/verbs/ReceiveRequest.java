@@ -2,6 +2,7 @@ package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.ibv_recv_wr;
 import java.lang.foreign.Arena;
+import java.util.Objects;
 
 /**
  * A receive work request ({@code struct ibv_recv_wr} with its {@code ibv_sge} list), built once
@@ -24,7 +25,8 @@ public final class ReceiveRequest extends WorkRequest<ReceiveRequest> {
      * @throws IllegalArgumentException if {@code maxSge} is out of range
      */
     public ReceiveRequest(int maxSge) {
-        this(maxSge, Arena.ofAuto());
+        super(maxSge, null, WR_SIZE, ibv_recv_wr.wr_id$offset(), ibv_recv_wr.next$offset(), ibv_recv_wr.sg_list$offset(),
+                ibv_recv_wr.num_sge$offset());
     }
 
     /**
@@ -38,7 +40,7 @@ public final class ReceiveRequest extends WorkRequest<ReceiveRequest> {
      * @throws IllegalStateException    if {@code arena} is closed
      */
     public ReceiveRequest(int maxSge, Arena arena) {
-        super(maxSge, arena, WR_SIZE, ibv_recv_wr.wr_id$offset(), ibv_recv_wr.next$offset(),
+        super(maxSge, Objects.requireNonNull(arena, "arena"), WR_SIZE, ibv_recv_wr.wr_id$offset(), ibv_recv_wr.next$offset(),
                 ibv_recv_wr.sg_list$offset(), ibv_recv_wr.num_sge$offset());
     }
 

@@ -61,7 +61,8 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @throws IllegalArgumentException if {@code maxSge} is out of range
      */
     public SendRequest(int maxSge) {
-        this(maxSge, Arena.ofAuto());
+        super(maxSge, null, WR_SIZE, ibv_send_wr.wr_id$offset(), ibv_send_wr.next$offset(), ibv_send_wr.sg_list$offset(),
+                ibv_send_wr.num_sge$offset());
     }
 
     /**
@@ -75,7 +76,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @throws IllegalStateException    if {@code arena} is closed
      */
     public SendRequest(int maxSge, Arena arena) {
-        super(maxSge, arena, WR_SIZE, ibv_send_wr.wr_id$offset(), ibv_send_wr.next$offset(),
+        super(maxSge, Objects.requireNonNull(arena, "arena"), WR_SIZE, ibv_send_wr.wr_id$offset(), ibv_send_wr.next$offset(),
                 ibv_send_wr.sg_list$offset(), ibv_send_wr.num_sge$offset());
     }
 

@@ -8,6 +8,7 @@ import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.Objects;
+import java.lang.ref.Reference;
 
 /**
  * A shared receive queue ({@code struct ibv_srq}): one pool of receive buffers for many queue pairs
@@ -81,11 +82,13 @@ public final class SharedReceiveQueue extends Resource {
         Objects.requireNonNull(request, "request").checkChain(null);
         int rc;
         try {
-            rc = (int) DataPath.POST.invokeExact(postFn, ptr(), request.segment, request.badWr);
+            rc = (int) DataPath.POST.invokeExact(postFn, ptr(), request.callWr, request.callBadWr);
         } catch (IllegalStateException e) {
             throw closed(e);
         } catch (Throwable t) {
             throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(request);
         }
         if (rc != 0) {
             throw request.postFailed("ibv_post_srq_recv", rc, this, null);

@@ -49,6 +49,8 @@ public final class WorkCompletions {
     static final int MAX_CAPACITY = 1 << 22;
 
     final MemorySegment segment;
+    /** What a poll passes to C: as {@link WorkRequest#callWr}, the plain address of memory the GC frees, else {@link #segment}. */
+    final MemorySegment callSegment;
     final int capacity;
     int count;
 
@@ -59,7 +61,7 @@ public final class WorkCompletions {
      * @throws IllegalArgumentException if {@code capacity} is out of range
      */
     public WorkCompletions(int capacity) {
-        this(capacity, Arena.ofAuto());
+        this(capacity, null, true);
     }
 
     /**
@@ -72,12 +74,16 @@ public final class WorkCompletions {
      * @throws IllegalStateException    if {@code arena} is closed
      */
     public WorkCompletions(int capacity, Arena arena) {
+        this(capacity, Objects.requireNonNull(arena, "arena"), false);
+    }
+
+    private WorkCompletions(int capacity, Arena arena, boolean gc) {
         if (capacity <= 0 || capacity > MAX_CAPACITY) {
             throw new IllegalArgumentException("capacity must be in [1, " + MAX_CAPACITY + "], not " + capacity);
         }
-        Objects.requireNonNull(arena, "arena");
         this.capacity = capacity;
-        this.segment = arena.allocate(ibv_wc.layout(), capacity);
+        this.segment = (gc ? Arena.ofAuto() : arena).allocate(ibv_wc.layout(), capacity);
+        this.callSegment = gc ? MemorySegment.ofAddress(segment.address()) : segment;
     }
 
     /** {@return how many completions the batch holds: the most one poll reads} */

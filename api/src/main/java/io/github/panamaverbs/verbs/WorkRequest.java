@@ -26,19 +26,30 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
     /** The work request; the bad_wr slot and the SGE array follow it in the same allocation. */
     final MemorySegment segment;
     final MemorySegment badWr;
+    /**
+     * What the post passes to C for {@link #segment} and {@link #badWr}: for memory the GC frees, the
+     * plain addresses, so that a post acquires no arena for them (the request is kept reachable
+     * across the call instead, {@link java.lang.ref.Reference#reachabilityFence}); for a caller's
+     * arena, its segments, so that FFM refuses a closed one.
+     */
+    final MemorySegment callWr;
+    final MemorySegment callBadWr;
     final ScatterGather sgl;
     R next;
 
+    /** {@code arena} null: memory the GC frees. */
     WorkRequest(int maxSge, Arena arena, long wrSize, long wrIdOffset, long nextOffset, long sgListOffset,
                 long numSgeOffset) {
-        Objects.requireNonNull(arena, "arena");
         if (maxSge < 1 || maxSge > MAX_SGE) {
             throw new IllegalArgumentException("maxSge must be in [1, " + MAX_SGE + "], not " + maxSge);
         }
         this.wrIdOffset = wrIdOffset;
         this.nextOffset = nextOffset;
-        this.segment = arena.allocate(wrSize + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
+        boolean gc = arena == null;
+        this.segment = (gc ? Arena.ofAuto() : arena).allocate(wrSize + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
         this.badWr = segment.asSlice(wrSize, 8);
+        this.callWr = gc ? MemorySegment.ofAddress(segment.address()) : segment;
+        this.callBadWr = gc ? MemorySegment.ofAddress(badWr.address()) : badWr;
         this.sgl = new ScatterGather(segment, sgListOffset, numSgeOffset,
                 segment.asSlice(wrSize + 8, ScatterGather.SGE_SIZE * maxSge));
     }

@@ -16,6 +16,8 @@ import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.WorkCompletions;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.List;
@@ -28,10 +30,42 @@ final class Common {
     /** The bytes in front of every UD receive: the GRH, present or not (perftest's UD_ADDITION). */
     static final int GRH_BYTES = 40;
 
+    /** A tool's warm-up stops after this long, compiled or not (the peer waits meanwhile). */
+    private static final long WARM_UP_NANOS = 8_000_000_000L;
+    private static final CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
+
     private Common() {
     }
 
-    /** Opens device {@code name}, or the first one when it is null, with the C tools' messages. */
+    /**
+     * Whether the latency tools run their loop on a queue pair connected to itself before they talk
+     * to the peer ({@link #untilCompiled}); {@code -Dpanamaverbs.samples.warmup=false} turns it off.
+     */
+    static boolean warmUp() {
+        return Boolean.parseBoolean(System.getProperty("panamaverbs.samples.warmup", "true"));
+    }
+
+    /**
+     * Runs {@code round} (a tool's own loop, a few hundred iterations of it on a queue pair connected
+     * to itself) again until a round went by in which the JIT compiled nothing, or 8 s passed: the
+     * peer's clock then starts on compiled code, with no compiler thread competing for the CPU,
+     * instead of on the interpreter (a measured loop of 1,000 iterations ends before the JIT has
+     * compiled it, most of all on a slow or emulated CPU).
+     */
+    static void untilCompiled(Runnable round) {
+        boolean measurable = JIT != null && JIT.isCompilationTimeMonitoringSupported();
+        long start = System.nanoTime();
+        long compiled = measurable ? JIT.getTotalCompilationTime() : 0;
+        for (int i = 0; ; i++) {
+            round.run();
+            long now = measurable ? JIT.getTotalCompilationTime() : i;
+            if ((i > 0 && now == compiled) || (!measurable && i >= 8) || System.nanoTime() - start > WARM_UP_NANOS) {
+                return;
+            }
+            compiled = now;
+        }
+    }
+
     /**
      * Runs the accept path once before listening, on the device that has {@code address} (nothing
      * for 0.0.0.0, every device): a protection domain, completion queue, queue pair, memory region
@@ -60,6 +94,7 @@ final class Common {
         }
     }
 
+    /** Opens device {@code name}, or the first one when it is null, with the C tools' messages. */
     static Context openDevice(String name) {
         List<Device> devices = Device.list();
         if (devices.isEmpty()) {

@@ -15,6 +15,7 @@ import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.TransportType;
 import io.github.panamaverbs.verbs.VerbsException;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
@@ -188,6 +189,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
             activate(qp, co);
             postReceives(qp, recv);
         }
+        warmUp(qpContext, pd, co, access, all ? 2 : size);
         printBanner(out, ctx, port, mtu);
         PerftestLink.Key me = new PerftestLink.Key(qp.localEndpoint(co), outReads, mr.rkey(),
                 mr.address() + maxSize);
@@ -231,9 +233,9 @@ final class Latency extends PerftestTool<Latency.Verb> {
             long[] posted;
             if (verb == Verb.SEND) {
                 link.handShake(me);   // the peer's receives for this size are posted
-                posted = measureSend(qp, cq, rcq, recv, udSend, mr, n);
+                posted = measureSend(qp, cq, rcq, recv, udSend, mr, n, server == null, iters);
             } else {
-                posted = measure(qp, cq, mr, maxSize, n, p);
+                posted = measure(qp, cq, mr, maxSize, n, p, server == null, iters);
             }
             report(out, json, n, posted);
             out.flush();
@@ -248,6 +250,46 @@ final class Latency extends PerftestTool<Latency.Verb> {
         }
         writeJson(verb.title + " Latency", json);
         return 0;
+    }
+
+    /** Iterations of one warm-up round. */
+    private static final int WARM_UP_ROUND = 500;
+
+    /**
+     * Runs this tool's own loop ({@link Run#step()}, {@link SendRun#step()}) on a second queue pair
+     * of the same device connected to itself, in rounds of {@link #WARM_UP_ROUND} iterations until
+     * the JIT has compiled it ({@link Common#untilCompiled}), before this side's first message to
+     * the peer, which waits for it as for any slower start: nothing of this reaches the wire. Not on
+     * iWARP, whose queue pairs connect only through rdma_cm.
+     */
+    private void warmUp(Context ctx, ProtectionDomain pd, ConnectOptions co, EnumSet<AccessFlag> access, int n) {
+        if (!Common.warmUp() || ctx.device().transport() == TransportType.IWARP) {
+            return;
+        }
+        int grh = type == QpType.UD ? Common.GRH_BYTES : 0;
+        try (Resources w = new Resources()) {
+            Arena arena = w.add(Arena.ofShared());
+            MemoryRegion mr = w.add(pd.register(arena, arena.allocate(2L * n + grh + 8, 4096), access));
+            CompletionQueue cq = w.add(ctx.createCompletionQueue(16));
+            CompletionQueue rcq = verb == Verb.SEND ? w.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
+            ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, n, n + grh);
+            QueuePair qp = w.add(createQueuePair(cq, rcq, pd::createQueuePair));
+            activate(qp, co);
+            postReceives(qp, recv);
+            PerftestLink.Key self = new PerftestLink.Key(qp.localEndpoint(co), READ_DEPTH, mr.rkey(), mr.address() + n);
+            AddressHandle ah = connect(w, pd, qp, co, self);
+            SendRequest udSend = ah != null ? new SendRequest(1).datagram(ah, self.qpn(), Common.QKEY) : null;
+            Common.untilCompiled(() -> {
+                if (verb == Verb.SEND) {
+                    measureSend(qp, cq, rcq, recv, udSend, mr, n, false, WARM_UP_ROUND);
+                } else {
+                    measure(qp, cq, mr, n, n, self, true, WARM_UP_ROUND);
+                }
+            });
+        } catch (RuntimeException e) {
+            throw new SampleException("warm-up on a queue pair connected to itself failed (-Dpanamaverbs.samples.warmup=false "
+                    + "turns it off): " + e.getMessage());
+        }
     }
 
     /**
@@ -287,34 +329,75 @@ final class Latency extends PerftestTool<Latency.Verb> {
     }
 
 
-    /** One size: returns the post times, or null for the passive server of reads and atomics. */
-    private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer) {
-        MemorySegment buf = mr.segment();
-        long postAt = n - 1;
-        long pollAt = maxSize + n - 1L;
-        SendRequest wr = new SendRequest(1).id(1).signaled(true);
-        switch (verb) {
-            case WRITE -> wr.opcode(SendOpcode.RDMA_WRITE).sge(mr, 0, n).rdma(peer.vaddr(), peer.rkey()).inline(n <= inline);
-            case READ -> wr.opcode(SendOpcode.RDMA_READ).sge(mr, 0, n).rdma(peer.vaddr(), peer.rkey());
-            case ATOMIC -> wr.opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).sge(mr, 0, 8).atomic(peer.vaddr(), peer.rkey(), 1, 0);
-            case SEND -> throw new IllegalStateException("send-lat measures in measureSend");
+    /** One size: returns the post times. */
+    private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer,
+            boolean isServer, int iters) {
+        Run run = new Run(qp, cq, mr, maxSize, n, peer, iters);
+        if (isServer) {
+            run.postAndPoll();   // perftest's server starts with a post; then both sides wait for the peer first
         }
-        WorkCompletions wc = new WorkCompletions(1);
-        long[] posted = new long[iters];
-        boolean isServer = server == null;
-        long timeoutNanos = timeout.toNanos();
-        long lastFetched = 0;
-        int scnt = 0;
-        int rcnt = 0;
-        int ccnt = 0;
-        while (scnt < iters || ccnt < iters || (verb == Verb.WRITE && rcnt < iters)) {
-            if (verb == Verb.WRITE && rcnt < iters && !(scnt < 1 && isServer)) {
+        while (run.more()) {
+            run.step();
+        }
+        return run.posted;
+    }
+
+    /**
+     * One size of write-lat, read-lat or atomic-lat, as perftest's run_iter_lat_write and
+     * run_iter_lat: the loop's state, and one iteration of it per {@link #step()}. A step is a method
+     * of its own so that the JIT compiles it as it compiles any method called often, whichever loop
+     * calls it: {@link #warmUp}'s, then the measured one.
+     */
+    private final class Run {
+        final QueuePair qp;
+        final CompletionQueue cq;
+        final MemorySegment buf;
+        final SendRequest wr = new SendRequest(1).id(1).signaled(true);
+        final WorkCompletions wc = new WorkCompletions(1);
+        final long[] posted;
+        final int iters;
+        final long postAt;
+        final long pollAt;
+        final long timeoutNanos = timeout.toNanos();
+        long lastFetched;
+        int scnt;
+        int rcnt;
+        int ccnt;
+
+        Run(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer, int iters) {
+            this.qp = qp;
+            this.cq = cq;
+            this.buf = mr.segment();
+            this.iters = iters;
+            this.posted = new long[iters];
+            this.postAt = n - 1;
+            this.pollAt = maxSize + n - 1L;
+            switch (verb) {
+                case WRITE -> wr.opcode(SendOpcode.RDMA_WRITE).sge(mr, 0, n).rdma(peer.vaddr(), peer.rkey()).inline(n <= inline);
+                case READ -> wr.opcode(SendOpcode.RDMA_READ).sge(mr, 0, n).rdma(peer.vaddr(), peer.rkey());
+                case ATOMIC -> wr.opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).sge(mr, 0, 8).atomic(peer.vaddr(), peer.rkey(), 1, 0);
+                case SEND -> throw new IllegalStateException("send-lat measures in measureSend");
+            }
+        }
+
+        boolean more() {
+            return scnt < iters || ccnt < iters || (verb == Verb.WRITE && rcnt < iters);
+        }
+
+        /**
+         * One iteration: the wait for the peer's write (write-lat), then {@link #postAndPoll()}. No
+         * branch depends on the side's role, so that the code the warm-up compiled in one role runs
+         * unchanged in the other (a branch never taken while compiling makes the JIT throw the code away
+         * when it is first taken, and compile again while the peer's clock runs).
+         */
+        void step() {
+            if (verb == Verb.WRITE && rcnt < iters) {
                 rcnt++;
                 byte want = (byte) rcnt;
                 long since = System.nanoTime();
                 int spins = 0;
                 while ((byte) BYTE.getAcquire(buf, pollAt) != want) {
-                    if (++spins == 1 << 16) {
+                    if (++spins == 1 << 8) {   // often enough that the warm-up takes this branch too
                         spins = 0;
                         if (System.nanoTime() - since > timeoutNanos) {
                             throw silent(scnt, rcnt - 1);
@@ -323,6 +406,11 @@ final class Latency extends PerftestTool<Latency.Verb> {
                     }
                 }
             }
+            postAndPoll();
+        }
+
+        /** The post of this iteration's request and the wait for its completion. */
+        void postAndPoll() {
             if (scnt < iters) {
                 posted[scnt] = System.nanoTime();
                 if (verb == Verb.WRITE) {
@@ -346,7 +434,6 @@ final class Latency extends PerftestTool<Latency.Verb> {
                 }
             }
         }
-        return posted;
     }
 
     /**
@@ -357,28 +444,73 @@ final class Latency extends PerftestTool<Latency.Verb> {
      * Q_Key on UD, else null.
      */
     private long[] measureSend(QueuePair qp, CompletionQueue scq, CompletionQueue rcq, ReceiveRequest recv,
-            SendRequest ud, MemoryRegion mr, int n) {
-        SendRequest wr = (ud != null ? ud : new SendRequest(1)).id(1).signaled(true).opcode(SendOpcode.SEND)
-                .sge(mr, 0, n).inline(n <= inline);
-        int expectBytes = n + (ud != null ? Common.GRH_BYTES : 0);
-        WorkCompletions wc = new WorkCompletions(1);
-        WorkCompletions swc = new WorkCompletions(8);
-        long[] posted = new long[iters];
-        boolean isServer = server == null;
-        long timeoutNanos = timeout.toNanos();
-        int scnt = 0;
-        int rcnt = 0;
-        int ccnt = 0;
-        while (scnt < iters || rcnt < iters) {
-            if (rcnt < iters && !(scnt < 1 && !isServer)) {
+            SendRequest ud, MemoryRegion mr, int n, boolean isServer, int iters) {
+        SendRun run = new SendRun(qp, scq, rcq, recv, ud, mr, n, iters);
+        if (!isServer) {
+            run.sendAndReap();   // perftest's client starts with a send; then both sides wait for a receive first
+        }
+        while (run.scnt < iters || run.rcnt < iters) {
+            run.step();
+        }
+        long since = System.nanoTime();
+        while (run.ccnt < iters) {
+            run.ccnt += reapSends(scq, run.swc, run.scnt, run.rcnt);
+            if (System.nanoTime() - since > timeout.toNanos()) {
+                throw silent(run.scnt, run.rcnt);
+            }
+        }
+        return run.posted;
+    }
+
+    /** send-lat's loop state, and one iteration per {@link #step()} (see {@link Run}). */
+    private final class SendRun {
+        final QueuePair qp;
+        final CompletionQueue scq;
+        final CompletionQueue rcq;
+        final ReceiveRequest recv;
+        final SendRequest wr;
+        final int expectBytes;
+        final int n;
+        final boolean ud;
+        final WorkCompletions wc = new WorkCompletions(1);
+        final WorkCompletions swc = new WorkCompletions(8);
+        final long[] posted;
+        final int iters;
+        int scnt;
+        int rcnt;
+        int ccnt;
+
+        SendRun(QueuePair qp, CompletionQueue scq, CompletionQueue rcq, ReceiveRequest recv, SendRequest ud,
+                MemoryRegion mr, int n, int iters) {
+            this.qp = qp;
+            this.scq = scq;
+            this.rcq = rcq;
+            this.recv = recv;
+            this.wr = (ud != null ? ud : new SendRequest(1)).id(1).signaled(true).opcode(SendOpcode.SEND)
+                    .sge(mr, 0, n).inline(n <= inline);
+            this.n = n;
+            this.ud = ud != null;
+            this.expectBytes = n + (ud != null ? Common.GRH_BYTES : 0);
+            this.posted = new long[iters];
+            this.iters = iters;
+        }
+
+        /** One iteration: the wait for the peer's message, then {@link #sendAndReap()}; as {@link Run#step()}, the same in either role. */
+        void step() {
+            if (rcnt < iters) {
                 awaitOne(rcq, wc, "receive", scnt, rcnt);
                 if (wc.byteLength(0) != expectBytes) {
                     throw new SampleException("receive " + (rcnt + 1) + " holds " + wc.byteLength(0) + " bytes, not "
-                            + expectBytes + (ud != null ? " (" + n + " and the GRH)" : "") + ": is the peer's size " + n + "?");
+                            + expectBytes + (ud ? " (" + n + " and the GRH)" : "") + ": is the peer's size " + n + "?");
                 }
                 rcnt++;
                 qp.postReceive(recv);
             }
+            sendAndReap();
+        }
+
+        /** This iteration's send, and the send completions there are. */
+        void sendAndReap() {
             if (scnt < iters) {
                 while (scnt - ccnt >= 8) {   // the send queue holds 16: reap before it fills
                     ccnt += reapSends(scq, swc, scnt, rcnt);
@@ -388,14 +520,6 @@ final class Latency extends PerftestTool<Latency.Verb> {
             }
             ccnt += reapSends(scq, swc, scnt, rcnt);
         }
-        long since = System.nanoTime();
-        while (ccnt < iters) {
-            ccnt += reapSends(scq, swc, scnt, rcnt);
-            if (System.nanoTime() - since > timeoutNanos) {
-                throw silent(scnt, rcnt);
-            }
-        }
-        return posted;
     }
 
     /**
@@ -406,7 +530,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
         long since = System.nanoTime();
         int spins = 0;
         while (cq.poll(wc) == 0) {
-            if (++spins == 1 << 12) {
+            if (++spins == 1 << 6) {   // often enough that the warm-up takes this branch too
                 spins = 0;
                 if (System.nanoTime() - since > timeout.toNanos()) {
                     throw silent(scnt, rcnt);
@@ -449,6 +573,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
 
     /** print_report_lat: the statistics exactly as perftest computes them, in microseconds. */
     private void report(PrintStream out, StringBuilder json, int n, long[] posted) {
+        trace(n, posted);
         Stats s = Stats.of(posted, verb.rttFactor);
         out.printf(Locale.ROOT, " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f%n",
                 n, iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999);
@@ -456,6 +581,30 @@ final class Latency extends PerftestTool<Latency.Verb> {
                 "{\"MsgSize\": %d, \"n_iterations\": %d, \"t_min\": %.2f, \"t_max\": %.2f, \"t_typical\": %.2f, "
                         + "\"t_avg\": %.2f, \"t_stdev\": %.2f, \"percentile_99\": %.2f, \"percentile_99.9\": %.2f}",
                 n, iters, s.min, s.max, s.typical, s.avg, s.stdev, s.p99, s.p999));
+    }
+
+    /**
+     * With {@code -Dpanamaverbs.samples.trace=FILE}: each iteration's size, number, time (ns between
+     * successive posts) and post time ({@link System#nanoTime()}, the clock of -Xlog's {@code timenanos}),
+     * a line each, in the order they happened, appended to FILE; for finding where a run's
+     * time goes (the first iterations against the last), not part of perftest's output.
+     */
+    private static void trace(int n, long[] posted) {
+        String file = System.getProperty("panamaverbs.samples.trace");
+        if (file == null) {
+            return;
+        }
+        StringBuilder b = new StringBuilder();
+        for (int i = 1; i < posted.length; i++) {
+            b.append(n).append(' ').append(i).append(' ').append(posted[i] - posted[i - 1]).append(' ').append(posted[i])
+                    .append('\n');
+        }
+        try {
+            java.nio.file.Files.writeString(java.nio.file.Path.of(file), b, java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.APPEND);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** perftest's latency figures, in microseconds. */

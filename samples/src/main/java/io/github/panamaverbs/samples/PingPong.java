@@ -19,6 +19,7 @@ import io.github.panamaverbs.verbs.RemoteEndpoint;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.SharedReceiveQueue;
+import io.github.panamaverbs.verbs.TransportType;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
 import java.io.PrintStream;
@@ -184,43 +185,15 @@ final class PingPong {
             }
             CompletionChannel channel = events ? res.add(ctx.createCompletionChannel()) : null;
             ProtectionDomain pd = res.add(ctx.allocateProtectionDomain());
-            mr = res.add(pd.allocateAndRegister(size + dataOffset, AccessFlag.LOCAL_WRITE));
             expected = arena.allocate(size);
             for (int i = 0; i < size; i++) {
                 expected.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, i % PAGE == 0 ? 0 : kind.fill);
             }
-            // As the C tools: 0x7b everywhere (srq: 0); the client with -c zeroes the first byte of
-            // each page. A checking server starts from other bytes, so that the check proves the data arrived.
-            mr.segment().fill(check && server == null ? (byte) 0xa5 : kind.fill);
-            if (check && server != null) {
-                mr.segment().asSlice(dataOffset, size).copyFrom(expected);
-            }
-            CompletionQueue cq = res.add(channel != null
-                    ? ctx.createCompletionQueue(rxDepth + numQp, channel, 0)
-                    : ctx.createCompletionQueue(rxDepth + numQp));
-            if (kind == Kind.SRQ) {
-                srq = res.add(pd.createSharedReceiveQueue(rxDepth, 1));
-            }
-            for (int i = 0; i < numQp; i++) {
-                QpInitAttributes config = new QpInitAttributes(kind.type, cq, cq).maxSendWr(1).maxSendSge(1)
-                        .maxRecvWr(rxDepth).maxRecvSge(1);
-                if (srq != null) {
-                    config.sharedReceiveQueue(srq);
-                }
-                QueuePair qp = res.add(pd.createQueuePair(config));
-                if (kind == Kind.UD) {
-                    qp.activateDatagram(connectOptions, Common.QKEY);
-                } else {
-                    qp.toInit(connectOptions);
-                }
-                qps.add(qp);
-                SendRequest send = new SendRequest(1, arena).id(SEND_WRID).opcode(SendOpcode.SEND)
-                        .sge(mr, dataOffset, size).signaled(true)
-                        .inline(qp.capabilities().maxInlineData() >= size);
-                sends.add(send);
-            }
-            recv = new ReceiveRequest(1, arena).id(RECV_WRID).sge(mr, 0, size + dataOffset);
-            routs = postReceives(rxDepth);
+            // The warm-up runs where the peer waits for this side: a client's before it connects, a
+            // server's once it has the client's address, before its answer (a C client does not retry
+            // a refused connection, so the server listens first).
+            boolean warm = !events && ctx.device().transport() != TransportType.IWARP && Common.warmUp();
+            CompletionQueue cq = build(ctx, pd, res, arena, channel);
             if (events) {
                 cq.requestNotification(false);
             }
@@ -241,6 +214,9 @@ final class PingPong {
             }
             AddressHandle[] ah = new AddressHandle[1];
             Wire.Connector connect = theirs -> {
+                if (warm && server == null) {
+                    warmUp(ctx, pd);
+                }
                 for (int i = 0; i < numQp; i++) {
                     RemoteEndpoint r = theirs.get(i);
                     if (kind == Kind.UD) {
@@ -254,6 +230,9 @@ final class PingPong {
                     }
                 }
             };
+            if (warm && server != null) {
+                warmUp(ctx, pd);
+            }
             List<RemoteEndpoint> theirs = server != null
                     ? Wire.clientExchange(server, tcpPort, timeout, wire)
                     : Wire.serverExchange(tcpPort, acceptTimeout, timeout, wire, connect);
@@ -281,6 +260,87 @@ final class PingPong {
             }
             out.flush();
             return 0;
+        }
+    }
+
+    /**
+     * This side's memory region, completion queue, shared receive queue, queue pairs (in INIT, or RTS
+     * on UD) and requests, with the receives posted; returns the completion queue.
+     */
+    private CompletionQueue build(Context ctx, ProtectionDomain pd, Resources res, Arena arena, CompletionChannel channel) {
+        mr = res.add(pd.allocateAndRegister(size + dataOffset, AccessFlag.LOCAL_WRITE));
+        // As the C tools: 0x7b everywhere (srq: 0); the client with -c zeroes the first byte of
+        // each page. A checking server starts from other bytes, so that the check proves the data arrived.
+        mr.segment().fill(check && server == null ? (byte) 0xa5 : kind.fill);
+        if (check && server != null) {
+            mr.segment().asSlice(dataOffset, size).copyFrom(expected);
+        }
+        CompletionQueue cq = res.add(channel != null
+                ? ctx.createCompletionQueue(rxDepth + numQp, channel, 0)
+                : ctx.createCompletionQueue(rxDepth + numQp));
+        if (kind == Kind.SRQ) {
+            srq = res.add(pd.createSharedReceiveQueue(rxDepth, 1));
+        }
+        for (int i = 0; i < numQp; i++) {
+            QpInitAttributes config = new QpInitAttributes(kind.type, cq, cq).maxSendWr(1).maxSendSge(1)
+                    .maxRecvWr(rxDepth).maxRecvSge(1);
+            if (srq != null) {
+                config.sharedReceiveQueue(srq);
+            }
+            QueuePair qp = res.add(pd.createQueuePair(config));
+            if (kind == Kind.UD) {
+                qp.activateDatagram(connectOptions, Common.QKEY);
+            } else {
+                qp.toInit(connectOptions);
+            }
+            qps.add(qp);
+            SendRequest send = new SendRequest(1, arena).id(SEND_WRID).opcode(SendOpcode.SEND)
+                    .sge(mr, dataOffset, size).signaled(true)
+                    .inline(qp.capabilities().maxInlineData() >= size);
+            sends.add(send);
+        }
+        recv = new ReceiveRequest(1, arena).id(RECV_WRID).sge(mr, 0, size + dataOffset);
+        routs = postReceives(rxDepth);
+        return cq;
+    }
+
+    /** Iterations of one warm-up round. */
+    private static final int WARM_UP_ROUND = 500;
+
+    /**
+     * This tool's own loop ({@link #loop}) on a twin of this side with one queue pair of the same
+     * device connected to itself, in the client's role, in rounds until the JIT has compiled it
+     * ({@link Common#untilCompiled}), before the address exchange: the peer's clock then starts on
+     * compiled code. Nothing of it reaches the peer, which waits for the exchange as for any slower
+     * start. Not with {@code -e} (the loop sleeps on events) nor on iWARP (no connect but rdma_cm's).
+     */
+    private void warmUp(Context ctx, ProtectionDomain pd) {
+        PingPong twin = new PingPong(kind);
+        twin.server = "itself";
+        twin.ibPort = ibPort;
+        twin.size = size;
+        twin.rxDepth = rxDepth;
+        twin.iters = WARM_UP_ROUND;
+        twin.numQp = 1;
+        twin.timeout = timeout;
+        twin.connectOptions = connectOptions;
+        twin.dataOffset = dataOffset;
+        try (Resources res = new Resources(); Arena arena = Arena.ofConfined()) {
+            CompletionQueue cq = twin.build(ctx, pd, res, arena, null);
+            QueuePair qp = twin.qps.getFirst();
+            RemoteEndpoint self = qp.localEndpoint(connectOptions);
+            if (kind == Kind.UD) {
+                AddressVector.GlobalRoute grh = connectOptions.gidIndex() >= 0
+                        ? new AddressVector.GlobalRoute(self.gid(), connectOptions.gidIndex(), 1, 0, 0) : null;
+                AddressHandle ah = res.add(pd.createAddressHandle(new AddressVector(ibPort, self.lid(), 0, 0, 0, grh)));
+                twin.sends.getFirst().datagram(ah, self.qpn(), Common.QKEY);
+            } else {
+                qp.connect(self, connectOptions);
+            }
+            Common.untilCompiled(() -> twin.loop(cq, null));
+        } catch (RuntimeException e) {
+            throw new SampleException("warm-up on a queue pair connected to itself failed (-Dpanamaverbs.samples.warmup=false "
+                    + "turns it off): " + e.getMessage());
         }
     }
 
@@ -322,7 +382,7 @@ final class PingPong {
             } else {
                 n = cq.poll(wc);
                 if (n == 0) {
-                    if (++idle == 4096) {
+                    if (++idle == 64) {   // often enough that the warm-up takes this branch too
                         idle = 0;
                         if (System.nanoTime() - last > timeoutNanos) {
                             throw silent(scnt, rcnt);

@@ -6,6 +6,8 @@ import io.github.panamaverbs.cm.PortSpace;
 import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.Device;
+import io.github.panamaverbs.verbs.GidEntry;
+import io.github.panamaverbs.verbs.LinkLayer;
 import io.github.panamaverbs.verbs.MemoryRegion;
 import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.ProtectionDomain;
@@ -43,6 +45,17 @@ final class Common {
      */
     static boolean warmUp() {
         return Boolean.parseBoolean(System.getProperty("panamaverbs.samples.warmup", "true"));
+    }
+
+    /**
+     * The GID index for a queue pair connected to itself on {@code port}: {@code gidIndex} when one
+     * was given, else on RoCE (which needs a GRH) the port's first GID, else -1 (InfiniBand: the LID).
+     */
+    static int loopbackGidIndex(Context ctx, int port, int gidIndex) {
+        if (gidIndex >= 0 || ctx.queryPort(port).linkLayer() != LinkLayer.ETHERNET) {
+            return gidIndex;
+        }
+        return ctx.gidTable().stream().filter(e -> e.port() == port).mapToInt(GidEntry::index).min().orElse(-1);
     }
 
     /**

@@ -33,7 +33,7 @@ abstract class PerftestTool<V extends Enum<V>> {
     /** The test: the tool's name is its name in lower case and a suffix ({@code write-lat}). */
     final V verb;
     /** The tool's name here ({@code write-lat}) and perftest's binary ({@code ib_write_lat}). */
-    private final String tool;
+    final String tool;
     private final String cName;
 
     String server;

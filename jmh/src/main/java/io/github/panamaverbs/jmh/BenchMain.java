@@ -112,7 +112,8 @@ public final class BenchMain {
 
     private void run() throws Exception {
         long t0 = System.nanoTime();
-        jmh("main", include.equals(".*") ? ".*" : include, "jmh-main.json");
+        // CallShapes runs on the host (scripts/bench, before the VM): its point is the real CPU's speed
+        jmh("main", include.equals(".*") ? "(?!CallShapes\\.).*" : include, "jmh-main.json");
         if (include.equals(".*") || Pattern.compile(include).matcher("PingPong.write").find()) {
             cPingPong();
         }
@@ -122,8 +123,9 @@ public final class BenchMain {
         }
         if (perftest) {
             runPerftest();
+            runTools();
         }
-        String table = table();
+        String table = table() + hostCalls();
         String when = ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z"));
         String header = "panama-verbs benchmarks, " + when + (quick ? " (quick mode: figures are rough)" : "")
                 + "\nMachine: " + machine + "; device " + System.getenv().getOrDefault("RDMA_DEVICE", "?")
@@ -135,7 +137,9 @@ public final class BenchMain {
         Files.writeString(out.resolve("results.svg"), Chart.svg(rows, "Java time / C time (1.0 = as fast as C)"
                 + (quick ? " [quick run]" : ""), when + ", " + machine));
         // What CI checks: every benchmark ran and produced a number, Java and C alike (never how fast).
-        List<String> missing = rows.stream().filter(r -> !(r.java() > 0) || !(r.c() > 0)).map(Row::name).toList();
+        List<String> missing = rows.stream()
+                .filter(r -> !(r.java() > 0) || !(r.c() > 0 || r.name().startsWith("tools: ") && r.perftest() > 0))
+                .map(Row::name).toList();
         if (include.equals(".*") && !missing.isEmpty()) {
             System.err.println("benchmarks without a figure: " + String.join("; ", missing));
             System.exit(1);
@@ -168,7 +172,7 @@ public final class BenchMain {
         for (String tool : new String[] {"ib_write_lat", "ib_send_lat"}) {
             for (int size : quick ? new int[] {2, 4096} : SIZES) {
                 String args = common + " -s " + size + " -n " + (quick ? 200 : 2000);
-                String text = perftest(tool, args, log);
+                String text = pair(tool, args, log);
                 double[] v = parse(text, size, 9);
                 if (v != null) {
                     // t_typical (median) and t_avg, in µs
@@ -176,7 +180,7 @@ public final class BenchMain {
                 }
             }
         }
-        String text = perftest("ib_write_bw", common + " -s 64 -n " + (quick ? 2000 : 50000), log);
+        String text = pair("ib_write_bw", common + " -s 64 -n " + (quick ? 2000 : 50000), log);
         double[] v = parse(text, 64, 5);
         if (v != null) {
             perf.put("ib_write_bw:64", new double[] {v[4]}); // Mpps
@@ -185,23 +189,60 @@ public final class BenchMain {
     }
 
     /**
-     * Runs server (vCPU 1 when there is one) and client (vCPU 0) on the same device, over 127.0.0.1.
-     * {@code nproc --all}: this JVM is pinned to vCPU 0, and plain nproc counts only the CPUs it may use
-     * (with both on one vCPU, each round trip took two 4 ms scheduler slices).
+     * The comparison users make: the Java tools ({@code samples/run}) against perftest's, each as a
+     * server and client pair of processes on this device (as {@link #perftest}), 2 bytes, at
+     * perftest's default 1,000 iterations and at 100,000 (quick: write-lat at 200); and the 64-byte
+     * message rate of {@code write-bw} against {@code ib_write_bw}. Results: {@link #tools}, and
+     * both tools' output in tools.txt.
      */
-    private static String perftest(String tool, String args, StringBuilder log) throws IOException, InterruptedException {
+    private void runTools() throws IOException, InterruptedException {
+        String dev = System.getenv().getOrDefault("RDMA_DEVICE", "rxe0");
+        String gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "0");
+        String port = System.getenv().getOrDefault("RDMA_PORT", "1");
+        String common = "-d " + dev + " -i " + port + " -x " + gid;
+        StringBuilder log = new StringBuilder();
+        String[][] pairs = quick ? new String[][] {{"write-lat", "ib_write_lat"}}
+                : new String[][] {{"write-lat", "ib_write_lat"}, {"send-lat", "ib_send_lat"}, {"read-lat", "ib_read_lat"}};
+        for (String[] pair : pairs) {
+            for (int iters : quick ? new int[] {200} : new int[] {1000, 100_000}) {
+                String args = common + " -s 2 -n " + iters;
+                double[] c = parse(pair(pair[1], args + " -F", log), 2, 9);
+                double[] j = parse(pair("samples/run " + pair[0], args + " --timeout 120", log), 2, 9);
+                // t_typical and the 99% percentile, in µs
+                tools.put(pair[0] + ":" + iters, new double[] {j == null ? Double.NaN : j[4], c == null ? Double.NaN : c[4],
+                        j == null ? Double.NaN : j[7], c == null ? Double.NaN : c[7]});
+            }
+        }
+        String args = common + " -s 64 -n " + (quick ? 2000 : 50000);
+        double[] c = parse(pair("ib_write_bw", args + " -F", log), 64, 5);
+        double[] j = parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5);
+        tools.put("write-bw", new double[] {j == null ? Double.NaN : j[4], c == null ? Double.NaN : c[4]});
+        Files.writeString(out.resolve("tools.txt"), log);
+    }
+
+    /** Java tool / perftest figures per "tool:iters": t_typical, perftest's t_typical, 99%, perftest's 99% (µs); "write-bw": Mpps. */
+    private final Map<String, double[]> tools = new LinkedHashMap<>();
+
+    /**
+     * Runs {@code tool args} as a server (vCPU 1 when there is one) and as its client (vCPU 0) on the
+     * same device, over 127.0.0.1, the client again while its server does not listen yet; returns the
+     * client's output, then the server's. {@code nproc --all}: this JVM is pinned to vCPU 0, and plain
+     * nproc counts only the CPUs it may use (with both on one vCPU, each round trip took two 4 ms
+     * scheduler slices).
+     */
+    private static String pair(String tool, String args, StringBuilder log) throws IOException, InterruptedException {
         String script = "cpus=$(nproc --all); srv=$(( cpus > 1 ? 1 : 0 )); "
-                + "taskset -c $srv " + tool + " " + args + " >/tmp/pv-perftest-server.txt 2>&1 & s=$!; "
+                + "taskset -c $srv timeout 900 " + tool + " " + args + " >/tmp/pv-pair-server.txt 2>&1 & s=$!; "
                 + "ok=1; for i in $(seq 20); do sleep 0.5; "
-                + "if taskset -c 0 " + tool + " " + args + " 127.0.0.1; then ok=0; break; fi; "
+                + "if taskset -c 0 timeout 900 " + tool + " " + args + " 127.0.0.1; then ok=0; break; fi; "
                 + "kill -0 $s 2>/dev/null || break; done; "
-                + "kill $s 2>/dev/null; wait $s 2>/dev/null; exit $ok";
+                + "[ $ok = 0 ] || kill $s 2>/dev/null; wait $s; echo '-- server:'; cat /tmp/pv-pair-server.txt; exit $ok";
         Process p = new ProcessBuilder("bash", "-c", script).redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes());
-        boolean done = p.waitFor(300, TimeUnit.SECONDS);
+        boolean done = p.waitFor(60, TimeUnit.SECONDS);
         log.append("$ ").append(tool).append(' ').append(args).append(done ? " (exit " + p.exitValue() + ")" : " (timed out)")
                 .append('\n').append(text).append('\n');
-        System.out.println("perftest: " + tool + " " + args);
+        System.out.println("pair: " + tool + " " + args);
         return text;
     }
 
@@ -298,6 +339,18 @@ public final class BenchMain {
         rows.add(new Row("64 B writes, chains of " + MessageRate.BATCH + ", per message", score("main:MessageRate.api"),
                 score("main:MessageRate.c"), bw == null ? Double.NaN : 1000 / bw[0], bytesPerOp("main:MessageRate.api"),
                 bytesPerOp("main:MessageRate.c"), "ns"));
+        for (Map.Entry<String, double[]> e : tools.entrySet()) {
+            double[] v = e.getValue();
+            if (e.getKey().equals("write-bw")) {
+                rows.add(new Row("tools: write-bw -s 64, per message (1/msg rate)", 1000 / v[0], Double.NaN, 1000 / v[1],
+                        Double.NaN, Double.NaN, "ns"));
+                continue;
+            }
+            String[] k = e.getKey().split(":");
+            String what = "tools: " + k[0] + " 2 B, " + String.format(Locale.ROOT, "%,d", Integer.parseInt(k[1])) + " iters, ";
+            rows.add(new Row(what + "t_typical", v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
+            rows.add(new Row(what + "99%", v[2] * 1000, Double.NaN, v[3] * 1000, Double.NaN, Double.NaN, "ns"));
+        }
 
         StringBuilder t = new StringBuilder();
         t.append("| Benchmark | Java | C | Java/C | perftest | Java/perftest | Java B/op | C B/op |\n");
@@ -323,7 +376,50 @@ public final class BenchMain {
                 + " each) and ib_write_bw -s 64 (1/msg rate), same device, same job. B/op: JMH -prof gc,"
                 + " gc.alloc.rate.norm, which includes JMH's own bookkeeping: the C B/op column is that share alone (a C"
                 + " loop cannot allocate on the Java heap), and the ping-pong rows' larger figures are SampleTime keeping"
-                + " every sample on the heap.\n");
+                + " every sample on the heap. Tools: the Java tool's pair (samples/run, server and client processes, one"
+                + " vCPU each, 2 B) beside perftest's pair (the perftest column) at the same iterations, each a fresh"
+                + " process as a user runs it; t_typical and 99% as the client prints them.\n");
+        return t.toString();
+    }
+
+    /**
+     * The host's call-shape table, from jmh-host.json (CallShapes, which scripts/bench runs on the host
+     * before the VM starts), or nothing when there is none.
+     */
+    private String hostCalls() throws IOException {
+        Path json = out.resolve("jmh-host.json");
+        if (!Files.isReadable(json)) {
+            return "";
+        }
+        Map<String, Double> ns = new LinkedHashMap<>();
+        Matcher m = Pattern.compile("\"benchmark\"\\s*:\\s*\"[^\"]*\\.CallShapes\\.(\\w+)\".*?\"primaryMetric\"\\s*:\\s*\\{\\s*"
+                + "\"score\"\\s*:\\s*([-0-9.eE+]+)", Pattern.DOTALL).matcher(Files.readString(json));
+        while (m.find()) {
+            ns.put(m.group(1), Double.parseDouble(m.group(2)));
+        }
+        String[][] shapes = {
+            {"C, through the provider's function pointer (as libibverbs' inline functions)", "C"},
+            {"JNI native method, long arguments (as DiSNI)", "Jni"},
+            {"**FFM, the typed API's form**: the queue's segment (its shared arena), the request or batch a plain address", "OneShared"},
+            {"the same, critical", "OneSharedCritical"},
+            {"FFM, every segment in a shared arena (what the typed API passed before)", "SharedArena"},
+            {"the same, critical", "SharedArenaCritical"},
+            {"FFM, global segments (no liveness check: a closed queue would reach C)", "Global"},
+            {"the same, critical", "GlobalCritical"},
+            {"FFM, raw addresses (long parameters)", "Raw"},
+            {"the same, critical", "RawCritical"}};
+        StringBuilder t = new StringBuilder("\n| Call on the host CPU (no device), ns per call | poll_cq(fn, cq, 16, wc) | post_send(fn, qp, wr, bad_wr) |\n"
+                + "|---|---:|---:|\n");
+        for (String[] shape : shapes) {
+            Double poll = ns.get("poll" + shape[1]);
+            Double post = ns.get("post" + shape[1]);
+            if (poll != null || post != null) {
+                t.append("| ").append(shape[0]).append(" | ").append(poll == null ? "–" : fmt(poll, "ns"))
+                        .append(" | ").append(post == null ? "–" : fmt(post, "ns")).append(" |\n");
+            }
+        }
+        t.append("\nCallShapes (JMH, average time, on the host: the machine's real speed, not the VM's): the data path's two"
+                + " calls into a stand-in provider function (jmh/src/main/c/pvbench.c) doing the trivial part of the real one.\n");
         return t.toString();
     }
 

@@ -218,6 +218,9 @@ run_role() {
         source "$PV/role-$role.sh" && source "/run/pv/env-$role" ||
             exit 125
         export RDMA_IN_VM=1
+        # A command that ends its own VM (e.g. resets it through /proc/sysrq-trigger to act as a
+        # host that dies) writes its exit status here first.
+        export RDMA_STATUS_FILE=$PV/rc-$role
         cd "$PV_CWD" || {
             echo "with-rdma: cannot cd to $PV_CWD in the VM" >&2
             exit 125

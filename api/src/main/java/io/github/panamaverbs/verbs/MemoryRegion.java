@@ -66,7 +66,9 @@ public final class MemoryRegion extends Resource {
                 return false;
             }
             MemorySegment address = MemorySegment.ofAddress(mr);
-            Native.check("ibv_dereg_mr", Native.NO_HINT, c -> (int) DEREG_MR.invokeExact(c.errno(), address));
+            Native.check("ibv_dereg_mr", e -> e == Errno.EINVAL || e == Errno.EBUSY
+                    ? "a memory window may still be bound to it: close or invalidate the window first" : null,
+                    c -> (int) DEREG_MR.invokeExact(c.errno(), address));
             deregistered = true;
             return true;
         }
@@ -210,6 +212,11 @@ public final class MemoryRegion extends Resource {
     /** {@return {@code length}: the number of bytes registered} */
     public long length() {
         return segment.byteSize();
+    }
+
+    /** Whether the region owns its memory (allocateAndRegister): freed only after deregistration. */
+    boolean ownsMemory() {
+        return ownedArena != null && segment.scope().equals(ownedArena.scope());
     }
 
     /** {@return the access rights it was registered with (always including {@link AccessFlag#LOCAL_WRITE})} */

@@ -162,6 +162,20 @@ public final class ProtectionDomain extends Resource {
     }
 
     /**
+     * {@code ibv_alloc_mw}: a memory window, unbound (a type 1 window grants nothing until bound).
+     *
+     * @param type {@link MemoryWindow.Type#TYPE_1} or {@link MemoryWindow.Type#TYPE_2}
+     * @return the window; close it before this domain
+     * @throws NullPointerException  if {@code type} is null
+     * @throws IllegalStateException if this domain is closed
+     * @throws VerbsException        if {@code ibv_alloc_mw} fails: EOPNOTSUPP where the device has no
+     *                               memory windows (SoftiWARP) or not of this type
+     */
+    public MemoryWindow allocateMemoryWindow(MemoryWindow.Type type) {
+        return MemoryWindow.allocate(this, type);
+    }
+
+    /**
      * {@code ibv_create_ah}: an address handle, to send UD datagrams to one destination.
      *
      * @param destination where the datagrams go (on RoCE: with a global route)

@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.security.SecureRandom;
 import java.util.Objects;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import java.lang.ref.Reference;
@@ -418,6 +419,41 @@ public final class QueuePair extends Resource {
         if (rc != 0) {
             throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
         }
+    }
+
+    /**
+     * {@code ibv_bind_mw}: binds a type 1 {@code window} to {@code length} bytes at {@code offset} in
+     * {@code region}, with {@code access} (a subset of {@code REMOTE_READ}, {@code REMOTE_WRITE},
+     * {@code REMOTE_ATOMIC}), through this queue pair's send queue. The window gets a new rkey, returned
+     * here (and by {@link MemoryWindow#rkey()}); the old one stops working. The bind completes as a
+     * {@link WcOpcode#BIND_MW} completion ({@code wrId}; only on error unless {@code signaled}); its
+     * rkey may be given to the peer once the bind has completed, or at once if requests the peer sends
+     * after this call cannot overtake it (they do not on one RC connection). The region must own its
+     * memory (see {@link MemoryWindow}) and have {@link AccessFlag#MW_BIND}.
+     *
+     * <p>Like an address handle named by a send, {@code region} and {@code window} must not be closed
+     * by another thread during this call.
+     *
+     * @param window   a type 1 window of this queue pair's protection domain
+     * @param region   the region it exposes, of the same domain
+     * @param offset   where the window starts in {@code region}
+     * @param length   the window's length, positive
+     * @param access   the rights it grants
+     * @param wrId     the work request ID of its completion
+     * @param signaled whether it completes also on success
+     * @return the window's new rkey
+     * @throws NullPointerException      if an argument is null
+     * @throws IllegalArgumentException  for a type 2 window, another protection domain, a region that
+     *                                   does not own its memory, a length that is not positive or a right
+     *                                   a window does not grant
+     * @throws IndexOutOfBoundsException if the range is not inside {@code region}
+     * @throws IllegalStateException     if this queue pair, the window or the region is closed
+     * @throws VerbsException            if {@code ibv_bind_mw} fails (EINVAL: not in RTS, or a zero-based
+     *                                   window on rxe)
+     */
+    public int bindMemoryWindow(MemoryWindow window, MemoryRegion region, long offset, long length,
+                                Set<AccessFlag> access, long wrId, boolean signaled) {
+        return Objects.requireNonNull(window, "window").bind(this, region, offset, length, access, wrId, signaled);
     }
 
     /**

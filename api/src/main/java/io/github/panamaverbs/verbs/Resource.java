@@ -36,7 +36,7 @@ import java.util.Set;
  * refuse to close while it is open, naming it. Close every resource, in try-with-resources.
  */
 public abstract sealed class Resource implements AutoCloseable permits AddressHandle, CompletionChannel,
-        CompletionQueue, Context, Handle, MemoryRegion, ProtectionDomain, QueuePair, SharedReceiveQueue {
+        CompletionQueue, Context, Handle, MemoryRegion, MemoryWindow, ProtectionDomain, QueuePair, SharedReceiveQueue {
     static {
         VerbsBridge.register(new Bridge());
     }

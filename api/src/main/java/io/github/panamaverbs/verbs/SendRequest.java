@@ -47,12 +47,19 @@ public final class SendRequest extends WorkRequest<SendRequest> {
     private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
     private static final long UD_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
     private static final long UD_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
+    private static final long BIND_MW = ibv_send_wr.bind_mw$offset();
+    private static final long BIND_MW_MW = BIND_MW + ibv_send_wr.bind_mw.mw$offset();
+    private static final long BIND_MW_RKEY = BIND_MW + ibv_send_wr.bind_mw.rkey$offset();
+    private static final long BIND_MW_INFO = BIND_MW + ibv_send_wr.bind_mw.bind_info$offset();
 
     /**
      * The address handle of {@code wr.ud}, or null when the union holds something else: {@code wr.ud},
      * {@code wr.rdma} and {@code wr.atomic} share memory, so setting one clears the others here.
      */
     private AddressHandle ah;
+    /** The window and region of {@link #bindMemoryWindow}; checked when a BIND_MW request is posted. */
+    private MemoryWindow window;
+    private MemoryRegion windowRegion;
 
     /**
      * A request with room for {@code maxSge} scatter/gather entries, in memory the GC frees.
@@ -81,8 +88,9 @@ public final class SendRequest extends WorkRequest<SendRequest> {
     }
 
     /**
-     * {@code opcode}. {@link SendOpcode#BIND_MW}, {@link SendOpcode#TSO} and {@link SendOpcode#DRIVER1}
-     * need parts of the request that this class does not build yet and are refused.
+     * {@code opcode}. {@link SendOpcode#BIND_MW} is set by {@link #bindMemoryWindow} with the window it
+     * binds; {@link SendOpcode#TSO} and {@link SendOpcode#DRIVER1} need parts of the request that this
+     * class does not build yet. All three are refused here.
      *
      * @param opcode the operation
      * @return this request
@@ -91,7 +99,11 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      */
     public SendRequest opcode(SendOpcode opcode) {
         Objects.requireNonNull(opcode, "opcode");
-        if (opcode == SendOpcode.BIND_MW || opcode == SendOpcode.TSO || opcode == SendOpcode.DRIVER1) {
+        if (opcode == SendOpcode.BIND_MW) {
+            throw new UnsupportedOperationException("BIND_MW is not supported by opcode(): a bind needs its window "
+                    + "and region, set by bindMemoryWindow(window, rkey, region, offset, length, access)");
+        }
+        if (opcode == SendOpcode.TSO || opcode == SendOpcode.DRIVER1) {
             throw new UnsupportedOperationException(opcode + " is not supported by SendRequest yet: "
                     + "it needs request fields (a memory window bind, a TSO header) that it cannot set");
         }
@@ -267,6 +279,50 @@ public final class SendRequest extends WorkRequest<SendRequest> {
         return this;
     }
 
+    /**
+     * A {@code BIND_MW} request ({@code bind_mw}): binds the type 2 {@code window} to {@code length} bytes
+     * at {@code offset} in {@code region} with {@code access}, under the new key {@code rkey} (use
+     * {@link MemoryWindow#nextRkey()}: the same index as the window's key, another 8-bit tag). Sets the
+     * opcode; the scatter/gather entries are not used. Once the bind completes, the peer may use
+     * {@code rkey} through the queue pair that posted it (type 2B: no other), until a
+     * {@link SendOpcode#LOCAL_INV} here or the peer's {@link SendOpcode#SEND_WITH_INV} naming {@code rkey}
+     * revokes it. The window and region must stay open while the request is posted; both are checked
+     * when it is.
+     *
+     * @param window a type 2 window
+     * @param rkey   the key the window has once bound
+     * @param region the region it exposes, of the window's protection domain, owning its memory
+     * @param offset where the window starts in {@code region}
+     * @param length the window's length, positive
+     * @param access the rights it grants: a subset of {@code REMOTE_READ}, {@code REMOTE_WRITE},
+     *               {@code REMOTE_ATOMIC}
+     * @return this request
+     * @throws NullPointerException      if an argument is null
+     * @throws IllegalArgumentException  for a type 1 window (bind it with {@link QueuePair#bindMemoryWindow}),
+     *                                   a region of another domain or not owning its memory, a length
+     *                                   that is not positive or a right a window does not grant
+     * @throws IndexOutOfBoundsException if the range is not inside {@code region}
+     * @throws IllegalStateException     if the window or the region is closed
+     */
+    public SendRequest bindMemoryWindow(MemoryWindow window, int rkey, MemoryRegion region, long offset, long length,
+                                        Set<AccessFlag> access) {
+        Objects.requireNonNull(window, "window");
+        if (window.type() != MemoryWindow.Type.TYPE_2) {
+            throw new IllegalArgumentException(window + " is a type 1 window: bind it with "
+                    + "QueuePair.bindMemoryWindow (ibv_bind_mw), not a work request");
+        }
+        int mask = window.checkBind(region, offset, length, access);
+        MemorySegment mw = window.handle();
+        segment.set(ADDRESS, BIND_MW_MW, mw);
+        segment.set(JAVA_INT, BIND_MW_RKEY, rkey);
+        MemoryWindow.writeBindInfo(segment.asSlice(BIND_MW_INFO, io.github.panamaverbs.bindings.ibv_mw_bind_info.sizeof()),
+                region, offset, length, mask);
+        segment.set(JAVA_INT, OPCODE, SendOpcode.BIND_MW.value);
+        this.window = window;
+        this.windowRegion = region;
+        return this;
+    }
+
     /** The address handle set by {@link #datagram}, or null. */
     AddressHandle addressHandle() {
         return ah;
@@ -275,6 +331,16 @@ public final class SendRequest extends WorkRequest<SendRequest> {
     /** On a UD queue pair every request needs a live address handle: C would follow a wild pointer. */
     @Override
     void checkOwn(int index, QpType type) {
+        if (segment.get(JAVA_INT, OPCODE) == SendOpcode.BIND_MW.value) {
+            if (window == null) {
+                throw new IllegalStateException("work request #" + index + " is a BIND_MW with no window: "
+                        + "set it with bindMemoryWindow(...)");
+            }
+            if (!window.isOpen()) {
+                throw new IllegalStateException("work request #" + index + " binds " + window + ", which is closed");
+            }
+            windowRegion.checkMemory();
+        }
         if (type == QpType.UD) {
             if (ah == null) {
                 throw new IllegalStateException("work request #" + index + " is posted on a UD queue pair "

@@ -44,6 +44,7 @@ public final class WorkCompletions {
     // (EnumValuesTest checks them against the bindings).
     static final int IBV_WC_GRH = 1;
     static final int IBV_WC_WITH_IMM = 1 << 1;
+    static final int IBV_WC_WITH_INV = 1 << 3;
 
     /** Most completions one batch may hold (no device's completion queue holds more). */
     static final int MAX_CAPACITY = 1 << 22;
@@ -198,6 +199,31 @@ public final class WorkCompletions {
      */
     public boolean hasImmediate(int i) {
         return (flags(i) & IBV_WC_WITH_IMM) != 0;
+    }
+
+    /**
+     * {@return whether {@code IBV_WC_WITH_INV} is set: a received {@code SEND_WITH_INV} invalidated
+     * {@link #invalidatedRkey(int)} here} Soft-RoCE (rxe, as of Linux 6.1) passes the kernel's flags
+     * through unconverted and sets bit 2 instead (the kernel's {@code IB_WC_WITH_INVALIDATE}, which is
+     * {@code IBV_WC_IP_CSUM_OK} here), so this is false there; {@link #invalidatedRkey(int)} is right.
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
+    public boolean hasInvalidated(int i) {
+        return (flags(i) & IBV_WC_WITH_INV) != 0;
+    }
+
+    /**
+     * {@return {@code invalidated_rkey}: the local key a received {@code SEND_WITH_INV} invalidated
+     * (it shares memory with {@code imm_data} and is not byte-swapped); valid when
+     * {@link #hasInvalidated(int)}}
+     *
+     * @param i the index of the completion, from 0, below {@link #count()}
+     * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
+     */
+    public int invalidatedRkey(int i) {
+        return segment.get(JAVA_INT, at(i) + IMM_DATA);
     }
 
     /**

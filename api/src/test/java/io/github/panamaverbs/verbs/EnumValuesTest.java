@@ -69,7 +69,7 @@ class EnumValuesTest {
         int wc = checkFields(wrong, WorkCompletions.class, "IBV_WC_");
         assertTrue(wrong.isEmpty(), "C values that differ from the bindings:\n" + String.join("\n", wrong));
         assertEquals(18, qp, "IBV_QP_ constants in QpAttributes");
-        assertEquals(2, wc, "IBV_WC_ constants in WorkCompletions");
+        assertEquals(3, wc, "IBV_WC_ constants in WorkCompletions");
     }
 
     @Test

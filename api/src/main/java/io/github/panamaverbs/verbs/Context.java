@@ -43,6 +43,8 @@ public final class Context extends Resource {
             Verbs.ibv_query_device$address(), Verbs.ibv_query_device$descriptor());
     private static final MethodHandle QUERY_PORT_COMPAT = Native.withErrno(
             Verbs.ibv_query_port$address(), Verbs.ibv_query_port$descriptor());
+    private static final MethodHandle INIT_AH_FROM_WC = Native.withErrno(
+            Verbs.ibv_init_ah_from_wc$address(), Verbs.ibv_init_ah_from_wc$descriptor());
     private static final MethodHandle QUERY_GID = Native.withErrno(
             Verbs.ibv_query_gid$address(), Verbs.ibv_query_gid$descriptor());
     private static final MethodHandle QUERY_GID_TABLE = Native.withErrno(
@@ -199,6 +201,55 @@ public final class Context extends Resource {
             return Gid.read(gid, 0);
         });
     }
+
+    /**
+     * {@code ibv_init_ah_from_wc}: the address vector that replies to the sender of a received UD
+     * datagram, from its completion and, where the completion has a global route header
+     * ({@link WorkCompletions#hasGrh(int)}; always on RoCE), the 40 bytes at the start of its receive
+     * buffer.
+     *
+     * @param port        the local port the datagram arrived on
+     * @param completions the batch holding the completion
+     * @param i           the index of the completion, below {@link WorkCompletions#count()}
+     * @param grh         the first 40 bytes of the receive buffer (copied), or null when the
+     *                    completion has no GRH
+     * @return the reply's address vector
+     * @throws NullPointerException      if {@code completions} is null, or {@code grh} is null for a
+     *                                   completion with a GRH
+     * @throws IllegalArgumentException  if {@code port} is out of range or {@code grh} is shorter than 40 bytes
+     * @throws IndexOutOfBoundsException if {@code i} is not a completion of the batch
+     * @throws IllegalStateException     if the context is closed or the batch or {@code grh} freed
+     * @throws VerbsException            if {@code ibv_init_ah_from_wc} fails
+     */
+    public AddressVector addressVectorFrom(int port, WorkCompletions completions, int i, MemorySegment grh) {
+        checkPort(port);
+        Objects.requireNonNull(completions, "completions");
+        long at = completions.at(i);
+        if (completions.hasGrh(i)) {
+            Objects.requireNonNull(grh, "grh (the completion has a global route header: pass the first 40 bytes "
+                    + "of its receive buffer)");
+        }
+        if (grh != null && grh.byteSize() < GRH_BYTES) {
+            throw new IllegalArgumentException("a global route header is " + GRH_BYTES + " bytes, not " + grh.byteSize());
+        }
+        MemorySegment ctx = handle();
+        return call(c -> {
+            MemorySegment wc = c.arena().allocate(WorkCompletions.SIZE, 8);
+            MemorySegment.copy(completions.segment, at, wc, 0, WorkCompletions.SIZE);
+            MemorySegment header = MemorySegment.NULL;
+            if (grh != null) {
+                header = c.arena().allocate(GRH_BYTES, 8);
+                MemorySegment.copy(grh, 0, header, 0, GRH_BYTES);
+            }
+            MemorySegment attr = c.allocate(io.github.panamaverbs.bindings.ibv_ah_attr.layout());
+            Native.checkStatus("ibv_init_ah_from_wc", Native.NO_HINT,
+                    (int) INIT_AH_FROM_WC.invokeExact(c.errno(), ctx, (byte) port, wc, header, attr), c);
+            return AddressVector.readFrom(attr);
+        });
+    }
+
+    /** The size of a global route header ({@code struct ibv_grh}), at the start of a UD receive buffer. */
+    static final int GRH_BYTES = 40;
 
     /**
      * {@code ibv_query_gid_table}: the valid GID entries of every port, with their types (IB, RoCE v1,

@@ -47,6 +47,62 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
                 Verbs.ibv_free_device_list$address(), Verbs.ibv_free_device_list$descriptor());
         static final MethodHandle OPEN_DEVICE = Native.withErrno(
                 Verbs.ibv_open_device$address(), Verbs.ibv_open_device$descriptor());
+        static final MethodHandle FORK_INIT = Native.plain(
+                Verbs.ibv_fork_init$address(), Verbs.ibv_fork_init$descriptor());
+        static final MethodHandle IS_FORK_INITIALIZED = Native.plain(
+                Verbs.ibv_is_fork_initialized$address(), Verbs.ibv_is_fork_initialized$descriptor());
+    }
+
+    /** {@code enum ibv_fork_status}: whether memory registered with the device survives a {@code fork()}. */
+    public enum ForkStatus {
+        /** {@code IBV_FORK_DISABLED}: a child process that touches registered pages can corrupt the parent's transfers. */
+        DISABLED,
+        /** {@code IBV_FORK_ENABLED}: {@link #forkInit()} made registered pages {@code MADV_DONTFORK}. */
+        ENABLED,
+        /** {@code IBV_FORK_UNNEEDED}: the kernel keeps registered pages safe across {@code fork()} (Linux 5.13 on). */
+        UNNEEDED
+    }
+
+    /**
+     * {@code ibv_fork_init}: makes the memory registered from now on safe across {@code fork()} (it is
+     * marked {@code MADV_DONTFORK}: the child does not see it), where the kernel does not already do
+     * so. Call it before opening any device; it costs a system call per registration. A JVM forks to
+     * start processes ({@code ProcessBuilder} uses {@code posix_spawn} or {@code vfork}, which do not
+     * copy pages, on Linux), so it matters only where native code forks. Also enabled by the
+     * environment variables {@code RDMAV_FORK_SAFE} or {@code IBV_FORK_SAFE}.
+     *
+     * @throws VerbsException if {@code ibv_fork_init} fails (EINVAL: a device was opened before it), or
+     *                        rdma-core's libraries cannot be loaded
+     */
+    public static void forkInit() {
+        NativeLibraries.require();
+        int rc;
+        try {
+            rc = (int) Handles.FORK_INIT.invokeExact();
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        if (rc != 0) {
+            throw new VerbsException("ibv_fork_init", rc, rc == io.github.panamaverbs.internal.Errno.EINVAL
+                    ? "call it before the first device is opened" : null);
+        }
+    }
+
+    /**
+     * {@code ibv_is_fork_initialized}: whether registered memory is fork-safe in this process.
+     *
+     * @return the status
+     * @throws VerbsException if rdma-core's libraries cannot be loaded
+     */
+    public static ForkStatus forkStatus() {
+        NativeLibraries.require();
+        int s;
+        try {
+            s = (int) Handles.IS_FORK_INITIALIZED.invokeExact();
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        return ForkStatus.values()[s];
     }
 
     /**

@@ -188,6 +188,29 @@ public final class ProtectionDomain extends Resource {
         return new AddressHandle(this, destination);
     }
 
+    /**
+     * {@code ibv_create_ah_from_wc}: an address handle that replies to the sender of a received UD
+     * datagram. As the C function, it is {@link Context#addressVectorFrom} then
+     * {@link #createAddressHandle(AddressVector)}; reply with the completion's
+     * {@link WorkCompletions#sourceQp(int)} and the sender's Q_Key.
+     *
+     * @param completions the batch holding the receive's completion
+     * @param i           the index of the completion
+     * @param grh         the first 40 bytes of the receive buffer, or null when the completion has no GRH
+     * @param port        the local port the datagram arrived on
+     * @return the address handle; close it before this domain
+     * @throws NullPointerException      if {@code completions} is null, or {@code grh} is null for a
+     *                                   completion with a GRH
+     * @throws IllegalArgumentException  if {@code port} is out of range or {@code grh} is shorter than 40 bytes
+     * @throws IndexOutOfBoundsException if {@code i} is not a completion of the batch
+     * @throws IllegalStateException     if this domain is closed
+     * @throws VerbsException            if {@code ibv_init_ah_from_wc} or {@code ibv_create_ah} fails
+     */
+    public AddressHandle createAddressHandle(WorkCompletions completions, int i, MemorySegment grh, int port) {
+        checkOpen(this);
+        return createAddressHandle(context.addressVectorFrom(port, completions, i, grh));
+    }
+
     @Override
     void destroy(MemorySegment address) {
         Native.check("ibv_dealloc_pd", e -> e == Errno.EBUSY ? "something created outside this binding still uses it" : null,

@@ -47,6 +47,10 @@ public final class QueuePair extends Resource {
             Verbs.ibv_destroy_qp$address(), Verbs.ibv_destroy_qp$descriptor());
     private static final MethodHandle MODIFY = Native.withErrno(
             Verbs.ibv_modify_qp$address(), Verbs.ibv_modify_qp$descriptor());
+    private static final MethodHandle ATTACH_MCAST = Native.withErrno(
+            Verbs.ibv_attach_mcast$address(), Verbs.ibv_attach_mcast$descriptor());
+    private static final MethodHandle DETACH_MCAST = Native.withErrno(
+            Verbs.ibv_detach_mcast$address(), Verbs.ibv_detach_mcast$descriptor());
     private static final MethodHandle QUERY = Native.withErrno(
             Verbs.ibv_query_qp$address(), Verbs.ibv_query_qp$descriptor());
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -419,6 +423,55 @@ public final class QueuePair extends Resource {
         if (rc != 0) {
             throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
         }
+    }
+
+    /**
+     * {@code ibv_attach_mcast}: this UD queue pair receives the datagrams sent to the multicast group
+     * {@code gid} (sent with remote QPN {@code 0xFFFFFF}, the group's Q_Key being this queue pair's).
+     * Attaching is the device's part only: on InfiniBand the group must also be joined at the subnet
+     * manager, and on RoCE v2 the datagrams are IPv4 multicast, which the host drops unless its IP
+     * stack is a member of the group on the device's netdev (e.g. a {@code DatagramChannel} joined
+     * there). The connection manager's {@code CmId.joinMulticast} does all of it.
+     *
+     * @param gid the group's GID (on RoCE v2 with IPv4, {@code ::ffff:} and a 224.0.0.0/4 address)
+     * @param lid the group's LID (0 on RoCE)
+     * @throws NullPointerException     if {@code gid} is null
+     * @throws IllegalArgumentException if {@code lid} is not in [0, 65535]
+     * @throws IllegalStateException    if this queue pair is not UD, or is closed
+     * @throws VerbsException           if {@code ibv_attach_mcast} fails (EINVAL: not a multicast GID)
+     */
+    public void attachMulticast(Gid gid, int lid) {
+        multicast("ibv_attach_mcast", ATTACH_MCAST, gid, lid);
+    }
+
+    /**
+     * {@code ibv_detach_mcast}: stops receiving the datagrams of the group {@link #attachMulticast} joined.
+     *
+     * @param gid the group's GID
+     * @param lid the group's LID
+     * @throws NullPointerException     if {@code gid} is null
+     * @throws IllegalArgumentException if {@code lid} is not in [0, 65535]
+     * @throws IllegalStateException    if this queue pair is not UD, or is closed
+     * @throws VerbsException           if {@code ibv_detach_mcast} fails (EINVAL or ENOENT: not attached)
+     */
+    public void detachMulticast(Gid gid, int lid) {
+        multicast("ibv_detach_mcast", DETACH_MCAST, gid, lid);
+    }
+
+    private void multicast(String verb, MethodHandle h, Gid gid, int lid) {
+        Objects.requireNonNull(gid, "gid");
+        if (lid < 0 || lid > 0xffff) {
+            throw new IllegalArgumentException("lid must be in [0, 65535], not " + lid);
+        }
+        if (type != QpType.UD) {
+            throw new IllegalStateException(verb + " needs a UD queue pair; " + this + " is " + type);
+        }
+        MemorySegment q = handle();
+        check(verb, Native.NO_HINT, c -> {
+            MemorySegment g = c.arena().allocate(16, 8);
+            MemorySegment.copy(gid.bytes(), 0, g, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, 16);
+            return (int) h.invokeExact(c.errno(), q, g, (short) lid);
+        });
     }
 
     /**

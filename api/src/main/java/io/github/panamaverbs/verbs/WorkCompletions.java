@@ -97,7 +97,7 @@ public final class WorkCompletions {
         return count;
     }
 
-    private long at(int i) {
+    long at(int i) {
         return Objects.checkIndex(i, count) * SIZE;
     }
 

@@ -1,5 +1,6 @@
 package io.github.panamaverbs.verbs;
 
+import static io.github.panamaverbs.verbs.TwoHostRc.check;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
@@ -7,7 +8,6 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -46,7 +46,7 @@ public final class TwoHostPeerDeath {
                      .maxSendWr(2 * WINDOW).maxRecvWr(2 * WINDOW));
              MemoryRegion mr = pd.allocateAndRegister(2L * WINDOW * MSG, AccessFlag.LOCAL_WRITE,
                      AccessFlag.REMOTE_WRITE);
-             Socket socket = server ? accept() : new Socket(InetAddress.getByName(args[1]), PORT)) {
+             Socket socket = server ? TwoHostRc.accept(PORT) : new Socket(InetAddress.getByName(args[1]), PORT)) {
             socket.setSoTimeout(60_000);
             ConnectOptions how = ConnectOptions.port(1).gidIndex(gidIndex);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
@@ -176,13 +176,6 @@ public final class TwoHostPeerDeath {
         check(state == QpState.ERR, "client: queue pair in " + state + ", not ERR");
     }
 
-    private static Socket accept() throws Exception {
-        try (ServerSocket listener = new ServerSocket(PORT)) {
-            listener.setSoTimeout(120_000);
-            return listener.accept();
-        }
-    }
-
     private static void fillPattern(MemorySegment s, int seed) {
         for (long i = 4; i < s.byteSize(); i++) {
             s.set(JAVA_BYTE, i, (byte) (i * 31 + seed));
@@ -194,12 +187,6 @@ public final class TwoHostPeerDeath {
             if (s.get(JAVA_BYTE, i) != (byte) (i * 31 + seed)) {
                 throw new AssertionError(what + ": byte " + i + " differs");
             }
-        }
-    }
-
-    private static void check(boolean ok, String what) {
-        if (!ok) {
-            throw new AssertionError(what);
         }
     }
 }

@@ -36,7 +36,7 @@ public final class TwoHostRc {
              QueuePair qp = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
              MemoryRegion mr = pd.allocateAndRegister(4L * SIZE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ,
                      AccessFlag.REMOTE_ATOMIC);
-             Socket socket = server ? accept() : new Socket(InetAddress.getByName(args[1]), PORT)) {
+             Socket socket = server ? accept(PORT) : new Socket(InetAddress.getByName(args[1]), PORT)) {
             socket.setSoTimeout(60_000);
             ConnectOptions how = ConnectOptions.port(1).gidIndex(gidIndex);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
@@ -93,8 +93,9 @@ public final class TwoHostRc {
         }
     }
 
-    private static Socket accept() throws Exception {
-        try (ServerSocket listener = new ServerSocket(PORT)) {
+    /** Accepts the one connection of the other host on {@code port} (2 minutes at most). */
+    static Socket accept(int port) throws Exception {
+        try (ServerSocket listener = new ServerSocket(port)) {
             listener.setSoTimeout(120_000);
             return listener.accept();
         }
@@ -114,7 +115,7 @@ public final class TwoHostRc {
         }
     }
 
-    private static void check(boolean ok, String what) {
+    static void check(boolean ok, String what) {
         if (!ok) {
             throw new AssertionError(what);
         }

@@ -390,6 +390,28 @@ public final class Context extends Resource {
         return new CompletionQueue(this, entries, channel, compVector);
     }
 
+    /**
+     * {@code ibv_create_cq_ex}: an extended completion queue, which reports {@code fields} and can be
+     * read in place with {@link CompletionQueue#startPoll()} and the {@code read*} accessors, as well
+     * as with {@link CompletionQueue#poll(WorkCompletions)}. It serves queue pairs as any other.
+     *
+     * @param entries    the minimum number of completions it holds
+     * @param fields     what each completion reports besides ID, status, opcode, vendor error and flags
+     * @param channel    where its events go, or null
+     * @param compVector the completion vector, in [0, {@link #numCompVectors()})
+     * @return the completion queue; close it before this context (and after its queue pairs)
+     * @throws NullPointerException     if {@code fields} or one of them is null
+     * @throws IllegalArgumentException if {@code entries} is not positive, {@code compVector} is out of
+     *                                  range, or {@code channel} belongs to another context
+     * @throws IllegalStateException    if this context or the channel is closed
+     * @throws VerbsException           if {@code ibv_create_cq_ex} fails: EOPNOTSUPP naming the fields the
+     *                                  device does not report (rxe: any beyond {@link WcField#STANDARD})
+     */
+    public CompletionQueue createCompletionQueue(int entries, java.util.Set<WcField> fields, CompletionChannel channel,
+                                                 int compVector) {
+        return new CompletionQueue(this, entries, fields, channel, compVector);
+    }
+
     void register(Resource r, long address) {
         byAddress.put(address, r);
     }

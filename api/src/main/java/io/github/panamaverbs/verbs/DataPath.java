@@ -46,7 +46,7 @@ final class DataPath {
     private DataPath() {
     }
 
-    private static MethodHandle handle(FunctionDescriptor descriptor) {
+    static MethodHandle handle(FunctionDescriptor descriptor) {
         return CRITICAL
                 ? Native.LINKER.downcallHandle(descriptor, Linker.Option.critical(false))
                 : Native.LINKER.downcallHandle(descriptor);

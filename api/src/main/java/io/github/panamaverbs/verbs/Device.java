@@ -71,7 +71,8 @@ public record Device(String name, long guid, NodeType nodeType, TransportType tr
      * copy pages, on Linux), so it matters only where native code forks. Also enabled by the
      * environment variables {@code RDMAV_FORK_SAFE} or {@code IBV_FORK_SAFE}.
      *
-     * @throws VerbsException if {@code ibv_fork_init} fails (EINVAL: a device was opened before it), or
+     * @throws VerbsException if {@code ibv_fork_init} fails (EINVAL: a device was opened before it, which
+     *                        rdma-core 44 reports even where the kernel makes it unneeded), or
      *                        rdma-core's libraries cannot be loaded
      */
     public static void forkInit() {

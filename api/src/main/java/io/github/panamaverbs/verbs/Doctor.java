@@ -208,6 +208,37 @@ public final class Doctor {
         }
     }
 
+    /** The rdma-core release of the libibverbs this process loaded (44 for libibverbs.so.1.14.44.0); -1 if unknown. */
+    static int rdmaCoreRelease() {
+        return loadedFile(NativeLibraries.LIBIBVERBS).map(f -> {
+            Matcher m = Pattern.compile("\\.so\\.\\d+\\.\\d+\\.(\\d+)\\.\\d+$").matcher(f.getFileName().toString());
+            return m.find() ? Integer.parseInt(m.group(1)) : -1;
+        }).orElse(-1);
+    }
+
+    /**
+     * Whether the provider function {@code fn} is Soft-RoCE's (librxe) from an rdma-core older than
+     * {@code release}: for the provider bugs the API works around, each fixed in a known release.
+     */
+    static boolean isRxeBefore(MemorySegment fn, int release) {
+        int loaded = rdmaCoreRelease();
+        return loaded > 0 && loaded < release
+                && mappedFile(fn.address()).map(f -> f.contains("/librxe-")).orElse(false);
+    }
+
+    /** The file mapped at {@code address} in this process (a provider's library, for a function pointer), if any. */
+    static Optional<String> mappedFile(long address) {
+        try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
+            return lines.map(l -> l.split("\\s+", 6)).filter(f -> f.length == 6 && f[5].startsWith("/")).filter(f -> {
+                String[] range = f[0].split("-");
+                return Long.compareUnsigned(address, Long.parseUnsignedLong(range[0], 16)) >= 0
+                        && Long.compareUnsigned(address, Long.parseUnsignedLong(range[1], 16)) < 0;
+            }).map(f -> f[5]).findFirst();
+        } catch (IOException | RuntimeException e) {
+            return Optional.empty();
+        }
+    }
+
     /** " (rdma-core 44)" for libibverbs.so.1.14.44.0: rdma-core puts its release in the file name. */
     static String version(Path file) {
         Matcher m = Pattern.compile("\\.so\\.(\\d+)\\.(\\d+)\\.(\\d+)\\.(\\d+)$").matcher(file.getFileName().toString());

@@ -23,6 +23,8 @@ public final class QpInitAttributes {
     int maxRecvSge = 1;
     int maxInlineData;
     boolean sqSigAll;
+    /** The operations of the ibv_wr_* API (ibv_create_qp_ex's send_ops_flags); null for a classic queue pair. */
+    java.util.Set<SendOpcode> sendOps;
 
     /**
      * A queue pair of {@code type} reporting to {@code sendCq} and {@code recvCq} (may be the same).
@@ -130,6 +132,34 @@ public final class QpInitAttributes {
      */
     public QpInitAttributes sharedReceiveQueue(SharedReceiveQueue srq) {
         this.srq = srq;
+        return this;
+    }
+
+    /**
+     * {@code send_ops_flags}: create the queue pair with {@code ibv_create_qp_ex} so that it also posts
+     * through the {@code ibv_wr_*} API ({@link QueuePair#sendBatch()}) with these operations, and only
+     * these. {@code postSend} keeps working.
+     *
+     * @param ops the operations, at least one; {@code TSO}, {@code DRIVER1} and {@code ATOMIC_WRITE}
+     *            are not offered by the batch API
+     * @return these attributes
+     * @throws NullPointerException     if {@code ops} or one of them is null
+     * @throws IllegalArgumentException if {@code ops} is empty or names an operation the batch API does not offer
+     */
+    public QpInitAttributes sendOps(java.util.Set<SendOpcode> ops) {
+        java.util.EnumSet<SendOpcode> copy = java.util.EnumSet.noneOf(SendOpcode.class);
+        for (SendOpcode op : java.util.Objects.requireNonNull(ops, "ops")) {
+            copy.add(java.util.Objects.requireNonNull(op, "an operation"));
+        }
+        if (copy.isEmpty()) {
+            throw new IllegalArgumentException("sendOps needs at least one operation");
+        }
+        for (SendOpcode op : copy) {
+            if (SendBatch.opFlag(op) == 0) {
+                throw new IllegalArgumentException(op + " is not offered by the ibv_wr_* batch API here");
+            }
+        }
+        this.sendOps = java.util.Set.copyOf(copy);
         return this;
     }
 }

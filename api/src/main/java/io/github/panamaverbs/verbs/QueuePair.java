@@ -4,6 +4,7 @@ import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_qp;
 import io.github.panamaverbs.bindings.ibv_qp_cap;
 import io.github.panamaverbs.bindings.ibv_qp_init_attr;
+import io.github.panamaverbs.bindings.ibv_qp_init_attr_ex;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
@@ -51,6 +52,11 @@ public final class QueuePair extends Resource {
             Verbs.ibv_attach_mcast$address(), Verbs.ibv_attach_mcast$descriptor());
     private static final MethodHandle DETACH_MCAST = Native.withErrno(
             Verbs.ibv_detach_mcast$address(), Verbs.ibv_detach_mcast$descriptor());
+    private static final MethodHandle TO_QP_EX = Native.plain(
+            Verbs.ibv_qp_to_qp_ex$address(), Verbs.ibv_qp_to_qp_ex$descriptor());
+    /** struct ibv_qp *(*create_qp_ex)(struct ibv_context *, struct ibv_qp_init_attr_ex *) */
+    private static final MethodHandle CREATE_EX = Native.withErrno(java.lang.foreign.FunctionDescriptor.of(
+            java.lang.foreign.ValueLayout.ADDRESS, java.lang.foreign.ValueLayout.ADDRESS, java.lang.foreign.ValueLayout.ADDRESS));
     private static final MethodHandle QUERY = Native.withErrno(
             Verbs.ibv_query_qp$address(), Verbs.ibv_query_qp$descriptor());
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -65,6 +71,8 @@ public final class QueuePair extends Resource {
     private final int psn = RANDOM.nextInt() & 0xffffff;
     private final boolean hasSrq;
     private volatile QpState state;
+    /** The ibv_wr_* API, for a queue pair created with send operations; else null. */
+    private final SendBatch batch;
 
     /** How librdmacm destroys a queue pair it created ({@code rdma_destroy_qp}); null for ibv_destroy_qp. */
     private final Consumer<MemorySegment> destroyer;
@@ -85,7 +93,8 @@ public final class QueuePair extends Resource {
     private QueuePair(ProtectionDomain pd, QpInitAttributes init, QpCapabilities[] granted,
                       UnaryOperator<MemorySegment> creator, Consumer<MemorySegment> destroyer, Resource owner,
                       QpState initialState) {
-        super(create(pd, init, granted, creator), ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq, owner);
+        super(create(pd, init, granted, creator), init.sendOps != null ? io.github.panamaverbs.bindings.ibv_qp_ex.sizeof()
+                : ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq, owner);
         // What destroy() needs first: from here on, a failure destroys the queue pair (abandon).
         this.destroyer = destroyer;
         this.context = pd.context();
@@ -98,6 +107,7 @@ public final class QueuePair extends Resource {
             this.hasSrq = init.srq != null;
             this.postSendFn = DataPath.op(context, DataPath.POST_SEND);
             this.postRecvFn = DataPath.op(context, DataPath.POST_RECV);
+            this.batch = init.sendOps == null ? null : new SendBatch(this, qpEx(), init.sendOps);
             context.register(this, ptr().address());
             afterCreate();
         } catch (RuntimeException | Error e) {
@@ -106,9 +116,41 @@ public final class QueuePair extends Resource {
         }
     }
 
+    /** {@code ibv_qp_to_qp_ex}: the extended view, which providers keep at the queue pair's own address. */
+    private MemorySegment qpEx() {
+        MemorySegment ex;
+        try {
+            ex = (MemorySegment) TO_QP_EX.invokeExact(ptr());
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        }
+        if (ex.address() != ptr().address()) {
+            throw new VerbsException("ibv_qp_to_qp_ex", Errno.EOPNOTSUPP, "the provider's extended queue pair is not "
+                    + "at the queue pair's address (" + (ex.address() == 0 ? "none" : "elsewhere") + ")");
+        }
+        return ptr();
+    }
+
+    /**
+     * {@return the {@code ibv_wr_*} post API of this queue pair} One object, reused by every batch.
+     *
+     * @throws IllegalStateException if the queue pair was created without {@link QpInitAttributes#sendOps}
+     */
+    public SendBatch sendBatch() {
+        if (batch == null) {
+            throw new IllegalStateException(this + " was created without send operations (QpInitAttributes.sendOps): "
+                    + "it posts with postSend only");
+        }
+        return batch;
+    }
+
     private static MemorySegment create(ProtectionDomain pd, QpInitAttributes c, QpCapabilities[] granted,
                                         UnaryOperator<MemorySegment> creator) {
         Objects.requireNonNull(c, "init");
+        if (c.sendOps != null && creator != null) {
+            throw new IllegalArgumentException("the connection manager's queue pairs are created without send "
+                    + "operations here: create the queue pair with ProtectionDomain.createQueuePair for the ibv_wr_* API");
+        }
         MemorySegment pdHandle = checkOpen(pd);
         for (CompletionQueue cq : new CompletionQueue[] {c.sendCq, c.recvCq}) {
             checkOpen(cq);
@@ -133,7 +175,8 @@ public final class QueuePair extends Resource {
     private static MemorySegment createChecked(MemorySegment pdHandle, QpInitAttributes c, QpCapabilities[] granted,
                                                UnaryOperator<MemorySegment> creator) {
         return Native.call(call -> {
-            MemorySegment init = call.allocate(ibv_qp_init_attr.layout());
+            // ibv_qp_init_attr is the start of ibv_qp_init_attr_ex: one buffer serves both verbs.
+            MemorySegment init = call.allocate(ibv_qp_init_attr_ex.layout());
             ibv_qp_init_attr.send_cq(init, c.sendCq.handle());
             ibv_qp_init_attr.recv_cq(init, c.recvCq.handle());
             ibv_qp_init_attr.srq(init, c.srq == null ? MemorySegment.NULL : c.srq.handle());
@@ -145,7 +188,8 @@ public final class QueuePair extends Resource {
             ibv_qp_cap.max_inline_data(cap, c.maxInlineData);
             ibv_qp_init_attr.qp_type(init, c.type.value);
             ibv_qp_init_attr.sq_sig_all(init, c.sqSigAll ? 1 : 0);
-            MemorySegment qp = creator != null ? creator.apply(init) : Native.create("ibv_create_qp", e -> e == Errno.EINVAL
+            MemorySegment qp = c.sendOps != null ? createEx(pdHandle, c, init) : creator != null ? creator.apply(init)
+                    : Native.create("ibv_create_qp", e -> e == Errno.EINVAL
                     ? "a capability exceeds the device's limits (max_qp_wr, max_sge, inline) or " + c.type
                       + " is not supported" : Native.MEMLOCK.explain(e),
                     x -> (MemorySegment) CREATE.invokeExact(x.errno(), pdHandle, init));
@@ -153,6 +197,24 @@ public final class QueuePair extends Resource {
                     ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
             return qp;
         });
+    }
+
+    /** ibv_create_qp_ex (an inline of verbs.h: verbs_context's create_qp_ex) with the PD and send_ops_flags. */
+    private static MemorySegment createEx(MemorySegment pdHandle, QpInitAttributes c, MemorySegment init) {
+        Context context = c.sendCq.context();
+        MemorySegment fn = context.extendedOp(io.github.panamaverbs.bindings.verbs_context.create_qp_ex$offset());
+        if (fn.address() == 0) {
+            throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, context.device().name()
+                    + " has no extended queue pairs (the ibv_wr_* API)");
+        }
+        ibv_qp_init_attr_ex.comp_mask(init, Verbs.IBV_QP_INIT_ATTR_PD() | Verbs.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS());
+        ibv_qp_init_attr_ex.pd(init, pdHandle);
+        ibv_qp_init_attr_ex.send_ops_flags(init, SendBatch.mask(c.sendOps));
+        MemorySegment ctx = context.handle();
+        return Native.create("ibv_create_qp_ex", e -> e == Errno.EOPNOTSUPP || e == Errno.EINVAL
+                ? context.device().name() + " does not offer " + c.sendOps + " on a " + c.type + " queue pair, or a "
+                + "capability exceeds its limits" : Native.MEMLOCK.explain(e),
+                x -> (MemorySegment) CREATE_EX.invokeExact(fn, x.errno(), ctx, init));
     }
 
     /** {@return {@code qp_num}: this queue pair's number, which peers address} */

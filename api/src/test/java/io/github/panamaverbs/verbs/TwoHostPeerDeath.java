@@ -51,21 +51,14 @@ public final class TwoHostPeerDeath {
             ConnectOptions how = ConnectOptions.port(1).gidIndex(gidIndex);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
             DataInputStream in = new DataInputStream(socket.getInputStream());
-            out.write(qp.localEndpoint(how).toBytes());
-            out.writeLong(mr.address());
-            out.writeInt(mr.rkey());
-            out.flush();
-            byte[] peer = new byte[RemoteEndpoint.BYTES];
-            in.readFully(peer);
-            long peerAddress = in.readLong();
-            int peerRkey = in.readInt();
+            TwoHostRc.Peer peer = TwoHostRc.exchange(qp, how, mr, out, in);
             qp.toInit(how);
             if (server) {
-                serve(qp, cq, mr, RemoteEndpoint.fromBytes(peer), how, out);
+                serve(qp, cq, mr, peer.endpoint(), how, out);
             } else {
-                qp.connect(RemoteEndpoint.fromBytes(peer), how);
+                qp.connect(peer.endpoint(), how);
                 check(in.readUTF().equals("ready"), "server ready");
-                stream(qp, cq, mr, peerAddress, peerRkey);
+                stream(qp, cq, mr, peer.address(), peer.rkey());
             }
         }
     }

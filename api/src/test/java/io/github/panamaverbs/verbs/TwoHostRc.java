@@ -41,14 +41,9 @@ public final class TwoHostRc {
             ConnectOptions how = ConnectOptions.port(1).gidIndex(gidIndex);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
             DataInputStream in = new DataInputStream(socket.getInputStream());
-            out.write(qp.localEndpoint(how).toBytes());
-            out.writeLong(mr.address());
-            out.writeInt(mr.rkey());
-            out.flush();
-            byte[] peer = new byte[RemoteEndpoint.BYTES];
-            in.readFully(peer);
-            long peerAddress = in.readLong();
-            int peerRkey = in.readInt();
+            Peer remote = exchange(qp, how, mr, out, in);
+            long peerAddress = remote.address();
+            int peerRkey = remote.rkey();
             MemorySegment buf = mr.segment();
             WorkCompletions wc = new WorkCompletions(4);
             if (server) {
@@ -56,7 +51,7 @@ public final class TwoHostRc {
                 buf.set(JAVA_LONG, 3L * SIZE, 40);           // the counter
                 qp.toInit(how); // receives may be posted from INIT on, before the peer is known
                 qp.postReceive(new ReceiveRequest(1).id(1).sge(mr, 2L * SIZE, 256));
-                qp.connect(RemoteEndpoint.fromBytes(peer), how);
+                qp.connect(remote.endpoint(), how);
                 out.writeUTF("ready");
                 expect(cq, wc, WcOpcode.RECV);
                 check(buf.asSlice(0, SIZE), 1, "RDMA write from the client");
@@ -69,7 +64,7 @@ public final class TwoHostRc {
             } else {
                 qp.toInit(how);
                 qp.postReceive(new ReceiveRequest(1).id(1).sge(mr, 3L * SIZE, 128));
-                qp.connect(RemoteEndpoint.fromBytes(peer), how);
+                qp.connect(remote.endpoint(), how);
                 check(in.readUTF().equals("ready"), "server ready");
                 fill(buf.asSlice(0, SIZE), 1);
                 qp.postSend(new SendRequest(1).opcode(SendOpcode.RDMA_WRITE).signaled(true).sge(mr, 0, SIZE)
@@ -91,6 +86,22 @@ public final class TwoHostRc {
             }
             System.out.println((server ? "server" : "client") + ": all transfers checked");
         }
+    }
+
+    /** What the other host sent: its queue pair's endpoint and its buffer's address and rkey. */
+    record Peer(RemoteEndpoint endpoint, long address, int rkey) {
+    }
+
+    /** Sends this host's endpoint, buffer address and rkey over TCP, and reads the other host's. */
+    static Peer exchange(QueuePair qp, ConnectOptions how, MemoryRegion mr, DataOutputStream out, DataInputStream in)
+            throws java.io.IOException {
+        out.write(qp.localEndpoint(how).toBytes());
+        out.writeLong(mr.address());
+        out.writeInt(mr.rkey());
+        out.flush();
+        byte[] peer = new byte[RemoteEndpoint.BYTES];
+        in.readFully(peer);
+        return new Peer(RemoteEndpoint.fromBytes(peer), in.readLong(), in.readInt());
     }
 
     /** Accepts the one connection of the other host on {@code port} (2 minutes at most). */

@@ -92,19 +92,31 @@ public final class MemoryRegion extends Resource {
     private volatile Set<AccessFlag> access;
     private volatile int lkey;
     private volatile int rkey;
+    /** The address of the region's first byte in its keys' address space: the memory's own unless an IOVA was chosen. */
+    private volatile long iova;
 
     /**
      * Registers {@code segment} of {@code arena}; {@code owned} when the region owns the arena (it
      * closes it after deregistering), else the arena's closing deregisters.
      */
     MemoryRegion(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access, boolean owned) {
-        super(register(pd, arena, segment, access), ibv_mr.sizeof(), pd);
+        this(pd, arena, segment, access, owned, NO_IOVA);
+    }
+
+    /** No IOVA chosen: the keys address the memory by its own addresses. */
+    static final long NO_IOVA = -1;
+
+    /** As above, with the keys addressing the memory from {@code iova} on ({@code ibv_reg_mr_iova2}), or {@link #NO_IOVA}. */
+    MemoryRegion(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access, boolean owned,
+                 long iova) {
+        super(register(pd, arena, segment, access, iova), ibv_mr.sizeof(), pd);
         // What destroy() needs first: from here on, a failure deregisters (abandon), before the caller's
         // arena, or the region's own, can free the memory.
         this.ownedArena = owned ? arena : null;
         this.registration = new Registration(ptr().address());
         this.pd = pd;
         this.segment = segment;
+        this.iova = iova == NO_IOVA ? segment.address() : iova;
         try {
             this.access = withImplied(access);
             refreshKeys();
@@ -124,25 +136,31 @@ public final class MemoryRegion extends Resource {
         MemorySegment.NULL.reinterpret(arena, ignored -> r.arenaClosed(g));
     }
 
-    private static MemorySegment register(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access) {
+    private static MemorySegment register(ProtectionDomain pd, Arena arena, MemorySegment segment, Set<AccessFlag> access,
+                                          long iova) {
         checkSegment(arena, segment);
         Objects.requireNonNull(access, "access");
         MemorySegment pdHandle = checkOpen(pd);
         int flags = AccessFlag.mask(withImplied(access));
+        if (access.contains(AccessFlag.ON_DEMAND)
+                && (pd.context().queryDevice().odpGeneralCaps() & Verbs.IBV_ODP_SUPPORT()) == 0) {
+            throw new VerbsException("ibv_reg_mr", Errno.EOPNOTSUPP, pd.context().device().name() + " has no On-Demand "
+                    + "Paging (its odp_caps.general_caps lack IBV_ODP_SUPPORT): register without ON_DEMAND");
+        }
         try {
-            return registerChecked(pdHandle, segment, flags);
+            return registerChecked(pdHandle, segment, flags, iova);
         } catch (IllegalStateException e) {
             throw closed(e, pd);
         }
     }
 
-    private static MemorySegment registerChecked(MemorySegment pdHandle, MemorySegment segment, int flags) {
-        return Native.create("ibv_reg_mr", e -> Native.MEMLOCK.explain(e) != null
+    private static MemorySegment registerChecked(MemorySegment pdHandle, MemorySegment segment, int flags, long iova) {
+        return Native.create(iova != NO_IOVA ? "ibv_reg_mr_iova2" : "ibv_reg_mr", e -> Native.MEMLOCK.explain(e) != null
                         ? Native.MEMLOCK.explain(e) + " (registering " + segment.byteSize() + " bytes)" : null,
-                c -> (flags & OPTIONAL_RANGE) != 0
+                c -> iova != NO_IOVA || (flags & OPTIONAL_RANGE) != 0
                         // What the ibv_reg_mr macro does for optional access flags (relaxed ordering).
                         ? (MemorySegment) REG_MR_IOVA2.invokeExact(c.errno(), pdHandle, segment, segment.byteSize(),
-                                segment.address(), flags)
+                                iova != NO_IOVA ? iova : segment.address(), flags)
                         : (MemorySegment) REG_MR.invokeExact(c.errno(), pdHandle, segment, segment.byteSize(), flags));
     }
 
@@ -204,9 +222,13 @@ public final class MemoryRegion extends Resource {
         return rkey;
     }
 
-    /** {@return {@code addr}: the address peers use in RDMA requests} */
+    /**
+     * {@return the address of the region's first byte for its keys: what peers use in RDMA requests (plus
+     * an offset), and what local scatter entries hold} The memory's own address, unless the region was
+     * registered at a chosen IOVA ({@link ProtectionDomain#allocateAndRegister(long, long, Set)}).
+     */
     public long address() {
-        return segment.address();
+        return iova;
     }
 
     /** {@return {@code length}: the number of bytes registered} */
@@ -263,6 +285,7 @@ public final class MemoryRegion extends Resource {
             }
         }
         this.segment = newSegment;
+        this.iova = newSegment.address();
         this.access = flags;
         refreshKeys();
     }

@@ -107,10 +107,35 @@ public final class ProtectionDomain extends Resource {
      * @throws VerbsException           if registration fails; {@code ENOMEM} usually means the memlock limit
      */
     public MemoryRegion allocateAndRegister(long size, AccessFlag... access) {
+        return allocate(size, MemoryRegion.NO_IOVA, flags(access));
+    }
+
+    /**
+     * {@code ibv_reg_mr_iova2}: as {@link #allocateAndRegister(long, AccessFlag...)}, with the keys
+     * addressing the memory from {@code iova} on instead of its own addresses: peers and local scatter
+     * entries use {@code iova + offset} ({@link MemoryRegion#address()} returns {@code iova}).
+     *
+     * @param size   the number of bytes
+     * @param iova   the address of the first byte for the keys, any 64-bit value but -1
+     * @param access the access rights ({@link AccessFlag#LOCAL_WRITE} is always added)
+     * @return the memory region, owner of its memory; close it before this protection domain
+     * @throws NullPointerException     if {@code access} or an access flag is null
+     * @throws IllegalArgumentException if {@code size} is not positive or cannot be allocated, or {@code iova} is -1
+     * @throws IllegalStateException    if this domain is closed
+     * @throws VerbsException           if registration fails
+     */
+    public MemoryRegion allocateAndRegister(long size, long iova, Set<AccessFlag> access) {
+        if (iova == MemoryRegion.NO_IOVA) {
+            throw new IllegalArgumentException("-1 is not an IOVA this API can register at");
+        }
+        return allocate(size, iova, flags(Objects.requireNonNull(access, "access").toArray(AccessFlag[]::new)));
+    }
+
+    private MemoryRegion allocate(long size, long iova, Set<AccessFlag> access) {
         if (size <= 0) {
             throw new IllegalArgumentException("size must be positive, not " + size);
         }
-        Set<AccessFlag> flags = flags(access);
+        Set<AccessFlag> flags = access;
         Arena arena = Arena.ofShared();
         try {
             MemorySegment segment;
@@ -119,7 +144,7 @@ public final class ProtectionDomain extends Resource {
             } catch (OutOfMemoryError e) {
                 throw new IllegalArgumentException("cannot allocate " + size + " bytes of native memory", e);
             }
-            return new MemoryRegion(this, arena, segment, flags, true);
+            return new MemoryRegion(this, arena, segment, flags, true, iova);
         } catch (RuntimeException | Error e) {
             if (arena.scope().isAlive()) { // a region that failed after registering closed it already
                 arena.close();

@@ -73,7 +73,7 @@ final class ScatterGather {
         }
         region.checkRange(offset, Integer.toUnsignedLong(length));
         MemorySegment in = region.segment();
-        write(index, in.address() + offset, length, region.lkey());
+        write(index, region.address() + offset, length, region.lkey());
         regions[index] = region;
         memory[index] = in;
         if (index == count) {

@@ -404,21 +404,20 @@ public final class CompletionQueue extends Resource {
     }
 
     private MemorySegment currentFn(Read r) {
-        if (!current) {
-            requireExtended();
-            throw new IllegalStateException("no completion of " + this + " is current: read between a startPoll() "
-                    + "or nextPoll() that returned true and the next call");
-        }
-        MemorySegment fn = exFns[3 + r.ordinal()];
+        MemorySegment fn = exFns == null ? null : exFns[3 + r.ordinal()];
+        currentCq();
         if (fn.address() == 0) {
             throw new IllegalStateException(r.field + " was not asked for when " + this + " was created");
         }
         return fn;
     }
 
+    /** The queue, once a completion is current; else why not. */
     private MemorySegment currentCq() {
         if (!current) {
-            currentFn(Read.OPCODE); // throws, naming why
+            requireExtended();
+            throw new IllegalStateException("no completion of " + this + " is current: read between a startPoll() "
+                    + "or nextPoll() that returned true and the next call");
         }
         return ptr();
     }

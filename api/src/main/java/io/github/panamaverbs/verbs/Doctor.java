@@ -210,10 +210,19 @@ public final class Doctor {
 
     /** The rdma-core release of the libibverbs this process loaded (44 for libibverbs.so.1.14.44.0); -1 if unknown. */
     static int rdmaCoreRelease() {
-        return loadedFile(NativeLibraries.LIBIBVERBS).map(f -> {
-            Matcher m = Pattern.compile("\\.so\\.\\d+\\.\\d+\\.(\\d+)\\.\\d+$").matcher(f.getFileName().toString());
-            return m.find() ? Integer.parseInt(m.group(1)) : -1;
-        }).orElse(-1);
+        return Release.LOADED;
+    }
+
+    /** The release, read once (the library's file does not change while it is loaded). */
+    private static final class Release {
+        static final int LOADED = read();
+
+        private static int read() {
+            return loadedFile(NativeLibraries.LIBIBVERBS).map(f -> {
+                Matcher m = Pattern.compile("\\.so\\.\\d+\\.\\d+\\.(\\d+)\\.\\d+$").matcher(f.getFileName().toString());
+                return m.find() ? Integer.parseInt(m.group(1)) : -1;
+            }).orElse(-1);
+        }
     }
 
     /**

@@ -137,10 +137,17 @@ public final class MemoryWindow extends Resource {
     }
 
     /**
-     * Checks a bind of this window to {@code [offset, offset + length)} of {@code region}: the same
-     * domain, memory the region owns, the range inside it. Returns the window access mask.
+     * Checks a bind of this window, which must be of type {@code required}, to {@code [offset, offset +
+     * length)} of {@code region}: the same domain, memory the region owns, the range inside it.
+     * Returns the window access mask.
      */
-    int checkBind(MemoryRegion region, long offset, long length, Set<AccessFlag> access) {
+    int checkBind(Type required, MemoryRegion region, long offset, long length, Set<AccessFlag> access) {
+        if (type != required) {
+            throw new IllegalArgumentException(type == Type.TYPE_1
+                    ? this + " is a type 1 window: bind it with QueuePair.bindMemoryWindow (ibv_bind_mw), not a work request"
+                    : this + " is a type 2 window: bind it with a work request (SendRequest or SendBatch "
+                    + "bindMemoryWindow), not ibv_bind_mw");
+        }
         Objects.requireNonNull(region, "region");
         Objects.requireNonNull(access, "access");
         if (region.protectionDomain() != pd) {
@@ -178,11 +185,7 @@ public final class MemoryWindow extends Resource {
     int bind(QueuePair qp, MemoryRegion region, long offset, long length, Set<AccessFlag> access, long wrId,
              boolean signaled) {
         Objects.requireNonNull(qp, "qp");
-        if (type != Type.TYPE_1) {
-            throw new IllegalArgumentException(this + " is a type 2 window: bind it with a work request "
-                    + "(SendRequest.bindMemoryWindow), not ibv_bind_mw");
-        }
-        int mask = checkBind(region, offset, length, access);
+        int mask = checkBind(Type.TYPE_1, region, offset, length, access);
         if (qp.protectionDomain() != pd) {
             throw new IllegalArgumentException(qp + " belongs to another protection domain than " + this);
         }

@@ -269,9 +269,14 @@ public final class SendBatch {
      * @throws IllegalStateException as {@link #sendWithImmediate(int)}, for RDMA_WRITE
      */
     public SendBatch rdmaWrite(int rkey, long remoteAddress) {
-        begin(SendOpcode.RDMA_WRITE, write);
+        return rkeyAddress(SendOpcode.RDMA_WRITE, write, rkey, remoteAddress);
+    }
+
+    /** The operations whose arguments are a key and a remote address (RDMA write, RDMA read). */
+    private SendBatch rkeyAddress(SendOpcode op, MemorySegment fn, int rkey, long remoteAddress) {
+        begin(op, fn);
         try {
-            RKEY_ADDR.invokeExact(write, handle(), rkey, remoteAddress);
+            RKEY_ADDR.invokeExact(fn, handle(), rkey, remoteAddress);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -306,13 +311,7 @@ public final class SendBatch {
      * @throws IllegalStateException as {@link #sendWithImmediate(int)}, for RDMA_READ
      */
     public SendBatch rdmaRead(int rkey, long remoteAddress) {
-        begin(SendOpcode.RDMA_READ, read);
-        try {
-            RKEY_ADDR.invokeExact(read, handle(), rkey, remoteAddress);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-        return this;
+        return rkeyAddress(SendOpcode.RDMA_READ, read, rkey, remoteAddress);
     }
 
     /**
@@ -394,11 +393,7 @@ public final class SendBatch {
      */
     public SendBatch bindMemoryWindow(MemoryWindow window, int rkey, MemoryRegion region, long offset, long length,
                                       Set<AccessFlag> access) {
-        Objects.requireNonNull(window, "window");
-        if (window.type() != MemoryWindow.Type.TYPE_2) {
-            throw new IllegalArgumentException(window + " is a type 1 window: bind it with QueuePair.bindMemoryWindow");
-        }
-        int mask = window.checkBind(region, offset, length, access);
+        int mask = Objects.requireNonNull(window, "window").checkBind(MemoryWindow.Type.TYPE_2, region, offset, length, access);
         MemorySegment mw = window.handle();
         begin(SendOpcode.BIND_MW, bindMw);
         MemoryWindow.writeBindInfo(bindInfo, region, offset, length, mask);

@@ -306,12 +306,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      */
     public SendRequest bindMemoryWindow(MemoryWindow window, int rkey, MemoryRegion region, long offset, long length,
                                         Set<AccessFlag> access) {
-        Objects.requireNonNull(window, "window");
-        if (window.type() != MemoryWindow.Type.TYPE_2) {
-            throw new IllegalArgumentException(window + " is a type 1 window: bind it with "
-                    + "QueuePair.bindMemoryWindow (ibv_bind_mw), not a work request");
-        }
-        int mask = window.checkBind(region, offset, length, access);
+        int mask = Objects.requireNonNull(window, "window").checkBind(MemoryWindow.Type.TYPE_2, region, offset, length, access);
         MemorySegment mw = window.handle();
         segment.set(ADDRESS, BIND_MW_MW, mw);
         segment.set(JAVA_INT, BIND_MW_RKEY, rkey);

@@ -153,7 +153,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
      */
     @Override
     int measureAll(Resources res, Context ctx, PortAttributes port, PerftestLink link, Mtu mtu, PrintStream out) {
-        ConnectOptions co = connectOptions(mtu).readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
+        ConnectOptions co = options(mtu);
         int maxSize = maxSize(mtu);
         int lastExponent = type == QpType.UD ? Integer.numberOfTrailingZeros(mtu.bytes()) : 23;
         int outReads = verb == Verb.READ || verb == Verb.ATOMIC ? READ_DEPTH : 1;
@@ -164,14 +164,11 @@ final class Latency extends PerftestTool<Latency.Verb> {
         if (verb == Verb.ATOMIC) {
             access.add(AccessFlag.REMOTE_ATOMIC);
         }
-        int grh = type == QpType.UD ? Common.GRH_BYTES : 0;
-        // [0, maxSize): what this side sends (and reads into); [maxSize, 2 maxSize): what the peer
-        // writes, or (send-lat) where receives land, after the GRH on UD.
-        Arena arena = res.add(Arena.ofShared());
-        MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2L * maxSize + grh, 4096), access));
-        CompletionQueue cq = res.add(qpContext.createCompletionQueue(16));
-        CompletionQueue rcq = verb == Verb.SEND ? res.add(qpContext.createCompletionQueue(RX_DEPTH)) : cq;
-        ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, maxSize, maxSize + grh);
+        Buffers b = buffers(res, qpContext, pd, maxSize, access, 0);
+        MemoryRegion mr = b.mr();
+        CompletionQueue cq = b.cq();
+        CompletionQueue rcq = b.rcq();
+        ReceiveRequest recv = b.recv();
         QueuePair qp;
         if (rdmaCm) {
             PerftestCm.Test test = cm;
@@ -252,6 +249,28 @@ final class Latency extends PerftestTool<Latency.Verb> {
         return 0;
     }
 
+    /** The connection options of this tool's queue pairs: one outstanding read or atomic unless it reads. */
+    private ConnectOptions options(Mtu mtu) {
+        return connectOptions(mtu).readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
+    }
+
+    /** The registered buffer, completion queues and receive request of a run on messages of up to {@code n} bytes. */
+    private record Buffers(MemoryRegion mr, CompletionQueue cq, CompletionQueue rcq, ReceiveRequest recv) {
+    }
+
+    /**
+     * [0, n): what this side sends (and reads into); [n, 2n): what the peer writes, or (send-lat) where
+     * receives land, after the GRH on UD; then {@code tail} spare bytes.
+     */
+    private Buffers buffers(Resources res, Context ctx, ProtectionDomain pd, int n, EnumSet<AccessFlag> access, int tail) {
+        int grh = type == QpType.UD ? Common.GRH_BYTES : 0;
+        Arena arena = res.add(Arena.ofShared());
+        MemoryRegion mr = res.add(pd.register(arena, arena.allocate(2L * n + grh + tail, 4096), access));
+        CompletionQueue cq = res.add(ctx.createCompletionQueue(16));
+        CompletionQueue rcq = verb == Verb.SEND ? res.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
+        return new Buffers(mr, cq, rcq, new ReceiveRequest(1).id(2).sge(mr, n, n + grh));
+    }
+
     /** Iterations of one warm-up round. */
     private static final int WARM_UP_ROUND = 500;
 
@@ -266,18 +285,17 @@ final class Latency extends PerftestTool<Latency.Verb> {
         if (!Common.warmUp() || ctx.device().transport() == TransportType.IWARP) {
             return;
         }
-        ConnectOptions co = connectOptions(mtu).readAtomicDepth(verb == Verb.WRITE || verb == Verb.SEND ? 1 : READ_DEPTH);
+        ConnectOptions co = options(mtu);
         int gid = Common.loopbackGidIndex(ctx, ibPort, co.gidIndex());   // -R on RoCE: no -x, rdma_cm chose the GID
         if (gid >= 0) {
             co.gidIndex(gid);
         }
-        int grh = type == QpType.UD ? Common.GRH_BYTES : 0;
         try (Resources w = new Resources()) {
-            Arena arena = w.add(Arena.ofShared());
-            MemoryRegion mr = w.add(pd.register(arena, arena.allocate(2L * n + grh + 8, 4096), access));
-            CompletionQueue cq = w.add(ctx.createCompletionQueue(16));
-            CompletionQueue rcq = verb == Verb.SEND ? w.add(ctx.createCompletionQueue(RX_DEPTH)) : cq;
-            ReceiveRequest recv = new ReceiveRequest(1).id(2).sge(mr, n, n + grh);
+            Buffers b = buffers(w, ctx, pd, n, access, 8);
+            MemoryRegion mr = b.mr();
+            CompletionQueue cq = b.cq();
+            CompletionQueue rcq = b.rcq();
+            ReceiveRequest recv = b.recv();
             QueuePair qp = w.add(createQueuePair(cq, rcq, pd::createQueuePair));
             activate(qp, co);
             postReceives(qp, recv);

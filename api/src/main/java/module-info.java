@@ -11,6 +11,7 @@
  */
 module io.github.panamaverbs {
     requires io.github.panamaverbs.bindings;
+    requires jdk.jfr;
 
     exports io.github.panamaverbs.verbs;
     exports io.github.panamaverbs.cm;

@@ -22,6 +22,8 @@ struct pvb_pair {
 	struct ibv_cq *cq[2];
 	struct ibv_qp *qp[2];
 	struct ibv_mr *mr[2];
+	struct ibv_cq_ex *cqx[2];  /* pvb_pair_open_ex: the extended CQs (cq[i] is their ibv_cq) */
+	struct ibv_qp_ex *qpx[2];  /* pvb_pair_open_ex: the QPs' ibv_wr_* interface */
 	char *buf[2];
 	size_t size;
 	unsigned char seq;  /* the last byte written by pvb_pingpong_write */
@@ -95,9 +97,10 @@ static int to_rts(struct pvb_pair *p, int port, int gid_index, struct ibv_qp *qp
 
 void pvb_pair_close(struct pvb_pair *p);
 
-/* Opens device `name`, and connects two RC QPs with `size`-byte buffers. NULL on failure
- * (pvb_last_error says why). */
-struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long size, int max_inline)
+/* Opens device `name`, and connects two RC QPs with `size`-byte buffers; `ex`: extended CQs
+ * (ibv_create_cq_ex, standard fields) and QPs (ibv_create_qp_ex with RDMA write and send in
+ * send_ops_flags). NULL on failure (pvb_last_error says why). */
+static struct pvb_pair *open_pair(const char *name, int port, int gid_index, long size, int max_inline, int ex)
 {
 	struct pvb_pair *p = calloc(1, sizeof *p);
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -130,7 +133,14 @@ struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long s
 		goto bad;
 	}
 	for (i = 0; i < 2; i++) {
-		if (!(p->cq[i] = ibv_create_cq(p->ctx, 1024, NULL, NULL, 0))) {
+		if (ex) {
+			struct ibv_cq_init_attr_ex ca = { .cqe = 1024, .wc_flags = IBV_WC_STANDARD_FLAGS };
+			if (!(p->cqx[i] = ibv_create_cq_ex(p->ctx, &ca))) {
+				fail("ibv_create_cq_ex", errno);
+				goto bad;
+			}
+			p->cq[i] = ibv_cq_ex_to_cq(p->cqx[i]);
+		} else if (!(p->cq[i] = ibv_create_cq(p->ctx, 1024, NULL, NULL, 0))) {
 			fail("ibv_create_cq", errno);
 			goto bad;
 		}
@@ -149,7 +159,18 @@ struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long s
 			.cap = { .max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 1, .max_recv_sge = 1,
 				 .max_inline_data = max_inline },
 		};
-		if (!(p->qp[i] = ibv_create_qp(p->pd, &ia))) {
+		if (ex) {
+			struct ibv_qp_init_attr_ex iax = {
+				.send_cq = ia.send_cq, .recv_cq = ia.recv_cq, .qp_type = ia.qp_type, .cap = ia.cap,
+				.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = p->pd,
+				.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND,
+			};
+			if (!(p->qp[i] = ibv_create_qp_ex(p->ctx, &iax))) {
+				fail("ibv_create_qp_ex", errno);
+				goto bad;
+			}
+			p->qpx[i] = ibv_qp_to_qp_ex(p->qp[i]);
+		} else if (!(p->qp[i] = ibv_create_qp(p->pd, &ia))) {
 			fail("ibv_create_qp", errno);
 			goto bad;
 		}
@@ -160,6 +181,17 @@ struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long s
 bad:
 	pvb_pair_close(p);
 	return NULL;
+}
+
+struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long size, int max_inline)
+{
+	return open_pair(name, port, gid_index, size, max_inline, 0);
+}
+
+/* As pvb_pair_open, with extended CQs and QPs: what the pvb_ex_* loops need. */
+struct pvb_pair *pvb_pair_open_ex(const char *name, int port, int gid_index, long size, int max_inline)
+{
+	return open_pair(name, port, gid_index, size, max_inline, 1);
 }
 
 void pvb_pair_close(struct pvb_pair *p)
@@ -259,6 +291,50 @@ long pvb_write_batch(struct pvb_pair *p, long n, int batch, int size)
 			return -1;
 	}
 	return n * batch;
+}
+
+/* The extended twins (a pvb_pair_open_ex pair). n times: ibv_start_poll on QP a's empty extended
+ * CQ (ibv_end_poll after a completion, none expected); returns the completions found. */
+long pvb_ex_poll_empty(struct pvb_pair *p, long n)
+{
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	long found = 0;
+	for (long i = 0; i < n; i++) {
+		if (ibv_start_poll(p->cqx[0], &attr) == 0) {
+			found++;
+			ibv_end_poll(p->cqx[0]);
+		}
+	}
+	return found;
+}
+
+/* n times: a signaled `size`-byte RDMA write from a's buffer into b's through ibv_wr_start,
+ * ibv_wr_rdma_write, ibv_wr_set_sge and ibv_wr_complete, then its completion read with
+ * ibv_start_poll / ibv_end_poll. Returns n, or -1 on an error. */
+long pvb_ex_write_poll(struct pvb_pair *p, long n, int size)
+{
+	struct ibv_qp_ex *qx = p->qpx[0];
+	struct ibv_cq_ex *cx = p->cqx[0];
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	for (long i = 0; i < n; i++) {
+		ibv_wr_start(qx);
+		qx->wr_id = 1;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(qx, p->mr[1]->rkey, (uintptr_t) p->buf[1]);
+		ibv_wr_set_sge(qx, p->mr[0]->lkey, (uintptr_t) p->buf[0], size);
+		if (ibv_wr_complete(qx))
+			return -1;
+		int rc;
+		while ((rc = ibv_start_poll(cx, &attr)) == ENOENT)
+			;
+		if (rc)
+			return -1;
+		enum ibv_wc_status status = cx->status;
+		ibv_end_poll(cx);
+		if (status != IBV_WC_SUCCESS)
+			return -1;
+	}
+	return n;
 }
 
 /* n round trips of `size`-byte RDMA writes, one thread playing both sides: a writes into b's

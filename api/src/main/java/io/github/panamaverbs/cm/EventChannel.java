@@ -6,6 +6,7 @@ import io.github.panamaverbs.bindings.rdma_conn_param;
 import io.github.panamaverbs.bindings.rdma_event_channel;
 import io.github.panamaverbs.bindings.rdma_ud_param;
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.NativeLibraries;
 import io.github.panamaverbs.internal.VerbsBridge;
@@ -55,6 +56,7 @@ public final class EventChannel implements AutoCloseable {
     private final ArrayDeque<CmEvent> pending = new ArrayDeque<>();
 
     private EventChannel(MemorySegment channel) {
+        Native.prepareWaits();
         this.handle = VerbsBridge.get().handle(channel, rdma_event_channel.sizeof(), this,
                 address -> Native.call(c -> {
                     Handles.DESTROY.invokeExact(address);
@@ -246,6 +248,15 @@ public final class EventChannel implements AutoCloseable {
                 : new CmEvent(type, status, id, listener, privateData,
                         Byte.toUnsignedInt(rdma_conn_param.responder_resources(param)),
                         Byte.toUnsignedInt(rdma_conn_param.initiator_depth(param)), rdma_conn_param.qp_num(param), 0, null);
+        Jfr.CmEvent recorded = new Jfr.CmEvent();
+        if (recorded.shouldCommit()) {
+            recorded.type = type.name();
+            recorded.status = status;
+            recorded.portSpace = id == null ? null : id.portSpace().name();
+            recorded.remoteQpNumber = e.remoteQpNumber();
+            recorded.privateDataLength = privateData.length;
+            recorded.commit();
+        }
         if (id != null && id.queuePairOrNull() != null) {
             if (type == CmEventType.ESTABLISHED) {
                 VerbsBridge.get().stateChanged(id.queuePairOrNull(), QpState.RTS);

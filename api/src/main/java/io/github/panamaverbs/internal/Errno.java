@@ -8,7 +8,7 @@ import java.lang.invoke.MethodHandle;
 
 /** Linux errno values: symbolic names and {@code strerror} text. The one place errno is decoded. */
 public final class Errno {
-    public static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
+    public static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, EBADF = 9, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
             EFAULT = 14, EBUSY = 16, EEXIST = 17, ENODEV = 19, EINVAL = 22, ENOSPC = 28, ENOSYS = 38,
             ENODATA = 61, ETIME = 62, EPROTO = 71, EOVERFLOW = 75, EOPNOTSUPP = 95, EADDRINUSE = 98,
             EADDRNOTAVAIL = 99, ENETUNREACH = 101, ECONNRESET = 104, ENOBUFS = 105, ETIMEDOUT = 110,

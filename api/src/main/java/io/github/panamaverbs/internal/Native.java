@@ -29,7 +29,7 @@ import java.util.function.BooleanSupplier;
  */
 public final class Native {
     public static final Linker LINKER = Linker.nativeLinker();
-    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     public static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
 
@@ -190,12 +190,18 @@ public final class Native {
     /**
      * Waits until {@code fd} is readable, {@code timeout} passes or {@code open} turns false (checked
      * every {@value #POLL_SLICE_MILLIS} ms, so that closing the object wakes its waiters): {@code poll(2)},
-     * so that no thread ever blocks forever in a verb that reads a file descriptor.
+     * so that no thread ever blocks forever in a verb that reads a file descriptor. A virtual thread
+     * does not call {@code poll(2)}: it parks until the process's {@link EventLoop} sees the
+     * descriptor readable, and its carrier runs other virtual threads meanwhile.
      *
      * @return true if readable, false on timeout
      * @throws IllegalStateException naming {@code what} once {@code open} is false
      */
     public static boolean awaitReadable(int fd, long deadline, String what, BooleanSupplier open) {
+        if (Thread.currentThread().isVirtual()) {
+            // parked, not blocked in poll(2): the carrier runs other virtual threads meanwhile
+            return EventLoop.awaitReadable(fd, deadline, what, open, POLL_SLICE_MILLIS);
+        }
         return call(c -> {
             MemorySegment pollfd = c.arena().allocate(8, 4); // struct pollfd { int fd; short events; short revents; }
             while (true) {
@@ -223,6 +229,11 @@ public final class Native {
                 }
             }
         });
+    }
+
+    /** Readies {@link #awaitReadable} for virtual threads (starts the {@link EventLoop}); called when a context opens. */
+    public static void prepareWaits() {
+        EventLoop.start();
     }
 
     /** The deadline, in {@link System#nanoTime()} terms, {@code timeout} from now (saturating). */

@@ -14,6 +14,7 @@ import io.github.panamaverbs.bindings.ibv_gid_entry;
 import io.github.panamaverbs.bindings.ibv_port_attr;
 import io.github.panamaverbs.bindings.verbs_context;
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -81,6 +82,8 @@ public final class Context extends Resource {
         this.device = device;
         this.owned = owned;
         try {
+            Jfr.init();
+            Native.prepareWaits();
             this.verbsContext = extended(handle());
             Native.setNonBlocking(ibv_context.async_fd(handle()), "async_fd");
             afterCreate();
@@ -331,6 +334,14 @@ public final class Context extends Resource {
                 default -> new AsyncEvent(type, byAddress.get(element), 0);
             };
             ACK_ASYNC_EVENT.invokeExact(event);
+            Jfr.AsyncEvent recorded = new Jfr.AsyncEvent();
+            if (recorded.shouldCommit()) {
+                recorded.device = device.name();
+                recorded.type = type.name();
+                recorded.element = result.resource() != null ? result.resource().toString()
+                        : type == AsyncEventType.DEVICE_FATAL ? "device" : "port " + result.port();
+                recorded.commit();
+            }
             return Optional.of(result);
         });
     }

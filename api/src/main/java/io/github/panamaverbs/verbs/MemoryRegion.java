@@ -1,10 +1,17 @@
 package io.github.panamaverbs.verbs;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_mr;
+import io.github.panamaverbs.bindings.ibv_sge;
+import io.github.panamaverbs.bindings.verbs_context;
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.EnumSet;
@@ -44,7 +51,33 @@ public final class MemoryRegion extends Resource {
             Verbs.ibv_dereg_mr$address(), Verbs.ibv_dereg_mr$descriptor());
     private static final MethodHandle REREG_MR = Native.withErrno(
             Verbs.ibv_rereg_mr$address(), Verbs.ibv_rereg_mr$descriptor());
+    private static final MethodHandle REG_DMABUF_MR = Native.withErrno(
+            Verbs.ibv_reg_dmabuf_mr$address(), Verbs.ibv_reg_dmabuf_mr$descriptor());
+    /** verbs_context.advise_mr(pd, advice, flags, sg_list, num_sge): called through the pointer, as the inline ibv_advise_mr does. */
+    private static final MethodHandle ADVISE_MR = Native.LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     private static final int OPTIONAL_RANGE = Verbs.IBV_ACCESS_OPTIONAL_RANGE();
+    /** {@code IB_UVERBS_ADVISE_MR_FLAG_FLUSH} (rdma/ib_user_ioctl_verbs.h): return only once the advice is carried out. */
+    private static final int ADVISE_FLUSH = 1;
+
+    /**
+     * {@code enum ibv_advise_mr_advice}: what {@link #advise} asks of the device for a range of an
+     * On-Demand Paging region (values from {@code rdma/ib_user_ioctl_verbs.h}).
+     */
+    public enum Advice {
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}: map the pages for reading, faulting them in. */
+        PREFETCH(0),
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE}: map the pages for writing, faulting them in. */
+        PREFETCH_WRITE(1),
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT}: map the pages already present, without faulting. */
+        PREFETCH_NO_FAULT(2);
+
+        final int value;
+
+        Advice(int value) {
+            this.value = value;
+        }
+    }
 
     /**
      * The registration itself, shared with the cleanup action of the memory's arena. It holds
@@ -94,6 +127,12 @@ public final class MemoryRegion extends Resource {
     private volatile int rkey;
     /** The address of the region's first byte in its keys' address space: the memory's own unless an IOVA was chosen. */
     private volatile long iova;
+    /**
+     * Null for memory the JVM addresses (a segment); else what the region covers that the JVM does not
+     * map (a dma-buf, or the whole address space), and {@link #segment} is a stand-in that is never
+     * accessed: it gives scatter entries their bounds, and is always alive.
+     */
+    private final String unmapped;
 
     /**
      * Registers {@code segment} of {@code arena}; {@code owned} when the region owns the arena (it
@@ -117,6 +156,7 @@ public final class MemoryRegion extends Resource {
         this.pd = pd;
         this.segment = segment;
         this.iova = iova == NO_IOVA ? segment.address() : iova;
+        this.unmapped = null;
         try {
             this.access = withImplied(access);
             refreshKeys();
@@ -128,6 +168,85 @@ public final class MemoryRegion extends Resource {
             abandon(e);
             throw e;
         }
+    }
+
+    /** A region of memory the JVM does not map ({@link #unmapped}): {@code length} bytes from {@code iova} for its keys. */
+    private MemoryRegion(ProtectionDomain pd, MemorySegment mr, long iova, long length, Set<AccessFlag> access,
+                         String unmapped) {
+        super(mr, ibv_mr.sizeof(), pd);
+        this.ownedArena = null;
+        this.registration = new Registration(ptr().address());
+        this.pd = pd;
+        this.segment = MemorySegment.NULL.reinterpret(length); // bounds only: never read or written
+        this.iova = iova;
+        this.unmapped = unmapped;
+        try {
+            this.access = withImplied(access);
+            refreshKeys();
+            afterCreate();
+        } catch (RuntimeException | Error e) {
+            abandon(e);
+            throw e;
+        }
+    }
+
+    /** {@code ibv_reg_dmabuf_mr}: see {@link ProtectionDomain#registerDmaBuf}. */
+    static MemoryRegion dmaBuf(ProtectionDomain pd, int fd, long offset, long length, long iova, Set<AccessFlag> access) {
+        Objects.requireNonNull(access, "access");
+        if (fd < 0) {
+            throw new IllegalArgumentException("fd must be an open dma-buf file descriptor, not " + fd);
+        }
+        if (offset < 0 || length <= 0) {
+            throw new IllegalArgumentException("offset must not be negative and length must be positive: offset "
+                    + offset + ", length " + length);
+        }
+        if (access.contains(AccessFlag.ON_DEMAND)) {
+            throw new IllegalArgumentException("a dma-buf is registered without ON_DEMAND (the exporter moves its pages)");
+        }
+        MemorySegment pdHandle = checkOpen(pd);
+        int flags = AccessFlag.mask(withImplied(access));
+        String device = pd.context().device().name();
+        Jfr.MemoryRegistration event = new Jfr.MemoryRegistration();
+        event.begin();
+        MemorySegment mr;
+        try {
+            mr = Native.create("ibv_reg_dmabuf_mr", e -> e == Errno.EOPNOTSUPP ? device + " does not register "
+                            + "dma-bufs (its provider has no reg_dmabuf_mr, or its kernel driver none)"
+                            : e == Errno.EBADF ? "fd " + fd + " is not open"
+                            : e == Errno.EINVAL ? "fd " + fd + " is not a dma-buf, or [offset, offset + length) is not inside it"
+                            : Native.MEMLOCK.explain(e),
+                    c -> (MemorySegment) REG_DMABUF_MR.invokeExact(c.errno(), pdHandle, offset, length, iova, fd, flags));
+        } catch (IllegalStateException e) {
+            throw closed(e, pd);
+        }
+        registered(event, pd, "ibv_reg_dmabuf_mr", mr, length, flags);
+        return new MemoryRegion(pd, mr, iova, length, access, "a dma-buf (fd " + fd + ")");
+    }
+
+    /** {@code ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND | ...)}: see {@link ProtectionDomain#registerImplicitOnDemand}. */
+    static MemoryRegion implicitOnDemand(ProtectionDomain pd, Set<AccessFlag> access) {
+        Objects.requireNonNull(access, "access");
+        MemorySegment pdHandle = checkOpen(pd);
+        EnumSet<AccessFlag> all = EnumSet.of(AccessFlag.ON_DEMAND);
+        all.addAll(access);
+        int flags = AccessFlag.mask(withImplied(all));
+        long caps = pd.context().queryDevice().odpGeneralCaps();
+        if ((caps & Verbs.IBV_ODP_SUPPORT_IMPLICIT()) == 0) {
+            throw new VerbsException("ibv_reg_mr", Errno.EOPNOTSUPP, pd.context().device().name() + " has no implicit "
+                    + "On-Demand Paging (its odp_caps.general_caps lack IBV_ODP_SUPPORT_IMPLICIT"
+                    + ((caps & Verbs.IBV_ODP_SUPPORT()) == 0 ? " and IBV_ODP_SUPPORT" : "") + ")");
+        }
+        Jfr.MemoryRegistration event = new Jfr.MemoryRegistration();
+        event.begin();
+        MemorySegment mr;
+        try {
+            mr = Native.create("ibv_reg_mr", Native.NO_HINT, c -> (MemorySegment) REG_MR.invokeExact(c.errno(), pdHandle,
+                    MemorySegment.NULL, -1L, flags));
+        } catch (IllegalStateException e) {
+            throw closed(e, pd);
+        }
+        registered(event, pd, "ibv_reg_mr", mr, -1L, flags);
+        return new MemoryRegion(pd, mr, 0, Long.MAX_VALUE, all, "the whole address space (implicit On-Demand Paging)");
     }
 
     /** Makes the closing of {@code arena} deregister first, if generation {@code g} is still the registered one. */
@@ -142,16 +261,36 @@ public final class MemoryRegion extends Resource {
         Objects.requireNonNull(access, "access");
         MemorySegment pdHandle = checkOpen(pd);
         int flags = AccessFlag.mask(withImplied(access));
+        Jfr.MemoryRegistration event = new Jfr.MemoryRegistration();
+        event.begin();
         if (access.contains(AccessFlag.ON_DEMAND)
                 && (pd.context().queryDevice().odpGeneralCaps() & Verbs.IBV_ODP_SUPPORT()) == 0) {
             throw new VerbsException("ibv_reg_mr", Errno.EOPNOTSUPP, pd.context().device().name() + " has no On-Demand "
                     + "Paging (its odp_caps.general_caps lack IBV_ODP_SUPPORT): register without ON_DEMAND");
         }
+        MemorySegment mr;
         try {
-            return registerChecked(pdHandle, segment, flags, iova);
+            mr = registerChecked(pdHandle, segment, flags, iova);
         } catch (IllegalStateException e) {
             throw closed(e, pd);
         }
+        return registered(event, pd, iova != NO_IOVA ? "ibv_reg_mr_iova2" : "ibv_reg_mr", mr, segment.byteSize(), flags);
+    }
+
+    /** Commits {@code event} for the registration {@code mr}, and returns it. */
+    private static MemorySegment registered(Jfr.MemoryRegistration event, ProtectionDomain pd, String verb, MemorySegment mr,
+                                            long bytes, int flags) {
+        if (event.shouldCommit()) {
+            MemorySegment m = mr.reinterpret(ibv_mr.sizeof());
+            event.device = pd.context().device().name();
+            event.verb = verb;
+            event.bytes = bytes;
+            event.access = AccessFlag.of(flags).toString();
+            event.lkey = ibv_mr.lkey(m);
+            event.rkey = ibv_mr.rkey(m);
+            event.commit();
+        }
+        return mr;
     }
 
     private static MemorySegment registerChecked(MemorySegment pdHandle, MemorySegment segment, int flags, long iova) {
@@ -209,6 +348,15 @@ public final class MemoryRegion extends Resource {
      * no longer accessible, once the region is closed.
      */
     public MemorySegment segment() {
+        if (unmapped != null) {
+            throw new IllegalStateException(this + " covers " + unmapped + ", which the JVM does not map: there is no "
+                    + "segment to read or write");
+        }
+        return segment;
+    }
+
+    /** The segment, or for an unmapped region its stand-in (never to be accessed): what scatter entries check. */
+    MemorySegment memory() {
         return segment;
     }
 
@@ -238,7 +386,7 @@ public final class MemoryRegion extends Resource {
 
     /** Whether the region owns its memory (allocateAndRegister): freed only after deregistration. */
     boolean ownsMemory() {
-        return ownedArena != null && segment.scope().equals(ownedArena.scope());
+        return unmapped == null && ownedArena != null && segment.scope().equals(ownedArena.scope());
     }
 
     /** {@return the access rights it was registered with (always including {@link AccessFlag#LOCAL_WRITE})} */
@@ -262,9 +410,14 @@ public final class MemoryRegion extends Resource {
      * @throws VerbsException           if {@code ibv_rereg_mr} fails; the region keeps its old memory
      */
     public void reregister(Arena arena, MemorySegment newSegment, Set<AccessFlag> newAccess) {
+        if (unmapped != null) {
+            throw new IllegalStateException(this + " covers " + unmapped + ": register the new memory as a region of its own");
+        }
         checkSegment(arena, newSegment);
         Set<AccessFlag> flags = withImplied(Objects.requireNonNull(newAccess, "newAccess"));
         MemorySegment mr = handle();
+        Jfr.MemoryRegistration event = new Jfr.MemoryRegistration();
+        event.begin();
         synchronized (registration) {
             if (!registration.isLive()) {
                 throw new IllegalStateException(this + " was deregistered when the arena of its memory closed");
@@ -288,6 +441,56 @@ public final class MemoryRegion extends Resource {
         this.iova = newSegment.address();
         this.access = flags;
         refreshKeys();
+        registered(event, pd, "ibv_rereg_mr", mr, newSegment.byteSize(), AccessFlag.mask(flags));
+    }
+
+    /**
+     * {@code ibv_advise_mr}: advice to the device about {@code [offset, offset + length)} of this
+     * On-Demand Paging region, usually to fault its pages in before the data path needs them (without
+     * it, the first access of each page waits for a page fault on the device).
+     *
+     * @param advice what to do
+     * @param offset the first byte, from {@link #address()} (for an implicit region: the address itself)
+     * @param length the number of bytes
+     * @param flush  wait until it is done ({@code IB_UVERBS_ADVISE_MR_FLAG_FLUSH}); else the call may
+     *               return before
+     * @throws NullPointerException      if {@code advice} is null
+     * @throws IndexOutOfBoundsException if the range is outside the region
+     * @throws IllegalArgumentException  if the region was registered without {@link AccessFlag#ON_DEMAND}
+     * @throws IllegalStateException     if the region or its memory is gone
+     * @throws VerbsException            EOPNOTSUPP (in Java, before any call) where the device has no On-Demand
+     *                                   Paging, or the provider has no {@code advise_mr}; else what the
+     *                                   provider returns
+     */
+    public void advise(Advice advice, long offset, int length, boolean flush) {
+        Objects.requireNonNull(advice, "advice");
+        checkMemory(); // closed, or its memory freed: refused before anything else
+        Context context = pd.context();
+        if ((context.queryDevice().odpGeneralCaps() & Verbs.IBV_ODP_SUPPORT()) == 0) {
+            throw new VerbsException("ibv_advise_mr", Errno.EOPNOTSUPP, context.device().name() + " has no On-Demand "
+                    + "Paging (its odp_caps.general_caps lack IBV_ODP_SUPPORT): there is nothing to advise");
+        }
+        if (!access.contains(AccessFlag.ON_DEMAND)) {
+            throw new IllegalArgumentException(this + " was registered without ON_DEMAND: its pages are pinned already");
+        }
+        checkRange(offset, Integer.toUnsignedLong(length));
+        MemorySegment fn = context.extendedOp(verbs_context.advise_mr$offset());
+        if (fn.address() == 0) {
+            throw new VerbsException("ibv_advise_mr", Errno.EOPNOTSUPP, context.device().name() + "'s provider has no advise_mr");
+        }
+        MemorySegment pdHandle = checkOpen(pd);
+        long address = iova + offset;
+        int key = lkey;
+        int rc = call(c -> {
+            MemorySegment sge = c.allocate(ibv_sge.layout());
+            ibv_sge.addr(sge, address);
+            ibv_sge.length(sge, length);
+            ibv_sge.lkey(sge, key);
+            return (int) ADVISE_MR.invokeExact(fn, pdHandle, advice.value, flush ? ADVISE_FLUSH : 0, sge, 1);
+        });
+        if (rc != 0) {
+            throw Native.fail("ibv_advise_mr", rc, Native.NO_HINT);
+        }
     }
 
     /**

@@ -131,6 +131,54 @@ public final class ProtectionDomain extends Resource {
         return allocate(size, iova, flags(Objects.requireNonNull(access, "access").toArray(AccessFlag[]::new)));
     }
 
+    /**
+     * {@code ibv_reg_dmabuf_mr}: registers {@code length} bytes of a dma-buf (memory another driver
+     * exports, such as a GPU's or a {@code udmabuf} made from a memfd) from {@code offset}, addressed
+     * by the keys from {@code iova}. The JVM does not map that memory: the region's
+     * {@link MemoryRegion#segment()} throws; work requests name it as any region, by offset. The kernel
+     * holds its own reference to the dma-buf, so {@code fd} may be closed once this returns.
+     *
+     * @param fd     an open dma-buf file descriptor
+     * @param offset the first byte, in the dma-buf
+     * @param length the number of bytes
+     * @param iova   the address of the first byte for the keys ({@link MemoryRegion#address()})
+     * @param access the access rights ({@link AccessFlag#LOCAL_WRITE} is always added; not
+     *               {@link AccessFlag#ON_DEMAND})
+     * @return the memory region; close it before this protection domain
+     * @throws NullPointerException     if {@code access} or an access flag is null
+     * @throws IllegalArgumentException if {@code fd} or {@code offset} is negative, {@code length} is not
+     *                                  positive, or {@code access} holds {@code ON_DEMAND}
+     * @throws IllegalStateException    if this domain is closed
+     * @throws VerbsException           if registration fails: EOPNOTSUPP where the provider or its kernel
+     *                                  driver does not take dma-bufs (Soft-RoCE and SoftiWARP), EBADF or
+     *                                  EINVAL for an fd that is not an open dma-buf
+     */
+    public MemoryRegion registerDmaBuf(int fd, long offset, long length, long iova, Set<AccessFlag> access) {
+        return MemoryRegion.dmaBuf(this, fd, offset, length, iova, access);
+    }
+
+    /**
+     * Implicit On-Demand Paging: {@code ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...)}, one
+     * region over the whole address space of the process. Its keys reach any memory of the process
+     * at its own address ({@link MemoryRegion#address()} is 0, so a work request's offset is the
+     * address), faulted in by the device when first touched; nothing is pinned, and nothing ties
+     * the memory's lifetime to the region: memory freed and reused is what the device then reaches,
+     * as in C. Grant remote access only to peers trusted with the whole process. The JVM maps no
+     * segment for it ({@link MemoryRegion#segment()} throws).
+     *
+     * @param access the access rights ({@link AccessFlag#ON_DEMAND} and {@link AccessFlag#LOCAL_WRITE}
+     *               are always added)
+     * @return the memory region; close it before this protection domain
+     * @throws NullPointerException  if {@code access} or an access flag is null
+     * @throws IllegalStateException if this domain is closed
+     * @throws VerbsException        EOPNOTSUPP, in Java before any call, where the device's
+     *                               {@code odp_caps.general_caps} lack {@code IBV_ODP_SUPPORT_IMPLICIT}
+     *                               (Soft-RoCE and SoftiWARP on Linux 6.1); else what registration returns
+     */
+    public MemoryRegion registerImplicitOnDemand(Set<AccessFlag> access) {
+        return MemoryRegion.implicitOnDemand(this, access);
+    }
+
     private MemoryRegion allocate(long size, long iova, Set<AccessFlag> access) {
         if (size <= 0) {
             throw new IllegalArgumentException("size must be positive, not " + size);

@@ -6,6 +6,7 @@ import io.github.panamaverbs.bindings.ibv_qp_cap;
 import io.github.panamaverbs.bindings.ibv_qp_init_attr;
 import io.github.panamaverbs.bindings.ibv_qp_init_attr_ex;
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
@@ -266,13 +267,32 @@ public final class QueuePair extends Resource {
             throw new IllegalArgumentException("no attribute set");
         }
         MemorySegment q = handle();
-        String to = (attributes.mask & QpAttributes.IBV_QP_STATE) != 0 ? " to " + attributes.state() : "";
+        boolean changes = (attributes.mask & QpAttributes.IBV_QP_STATE) != 0;
+        String to = changes ? " to " + attributes.state() : "";
+        Jfr.QueuePairState event = changes ? new Jfr.QueuePairState() : null;
+        if (event != null) {
+            event.begin();
+        }
         check("ibv_modify_qp", e -> "moving " + this + " from " + state + to + " failed (mask 0x"
                         + Integer.toHexString(attributes.mask) + ")"
                         + (e == Errno.EINVAL ? ": an attribute or the mask is not valid for this transition" : ""),
                 c -> (int) MODIFY.invokeExact(c.errno(), q, attributes.attr, attributes.mask));
-        if ((attributes.mask & QpAttributes.IBV_QP_STATE) != 0) {
+        if (changes) {
+            QpState from = state;
             state = attributes.state();
+            commit(event, from, state);
+        }
+    }
+
+    /** Commits {@code event} (begun, or not for a transition made elsewhere) for a move from {@code from} to {@code to}. */
+    private void commit(Jfr.QueuePairState event, QpState from, QpState to) {
+        if (event.shouldCommit()) {
+            event.device = context.device().name();
+            event.qpNumber = qpNum;
+            event.type = type.name();
+            event.from = from == null ? null : from.name();
+            event.to = to.name();
+            event.commit();
         }
     }
 
@@ -616,7 +636,9 @@ public final class QueuePair extends Resource {
 
     /** A state librdmacm moved this queue pair to. */
     void stateChanged(QpState newState) {
+        QpState from = state;
         state = newState;
+        commit(new Jfr.QueuePairState(), from, newState);
     }
 
     @Override

@@ -72,7 +72,7 @@ final class ScatterGather {
             throw new IndexOutOfBoundsException("SGE index " + index + " with " + count + " set, room for " + regions.length);
         }
         region.checkRange(offset, Integer.toUnsignedLong(length));
-        MemorySegment in = region.segment();
+        MemorySegment in = region.memory();
         write(index, region.address() + offset, length, region.lkey());
         regions[index] = region;
         memory[index] = in;

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Jfr;
 
 /**
  * A verb failed: the one exception type of this library.
@@ -37,6 +38,14 @@ public final class VerbsException extends RuntimeException {
         this.verb = verb;
         this.errno = errno;
         this.hint = hint;
+        Jfr.VerbError event = new Jfr.VerbError();
+        if (event.shouldCommit()) {
+            event.verb = verb;
+            event.errno = errno;
+            event.errnoName = errno == 0 ? null : Errno.name(errno);
+            event.message = getMessage();
+            event.commit();
+        }
     }
 
     private static String message(String verb, int errno, String hint) {

@@ -1,8 +1,5 @@
 package io.github.panamaverbs.cm;
 
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.github.panamaverbs.verbs.MemoryRegion;
 import io.github.panamaverbs.verbs.ReadmeExampleTest;
 import io.github.panamaverbs.verbs.ReceiveRequest;
@@ -10,8 +7,6 @@ import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
 import io.github.panamaverbs.verbs.WorkCompletions;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
@@ -22,7 +17,7 @@ public class CmReadmeExampleTest {
     private static final String END = "// README-CM-EXAMPLE-END";
 
     /** The README's rdma_cm example: a server and a client in one program, connected by IP and port. */
-    static String exchange(InetSocketAddress address) throws Exception {
+    public static String exchange(InetSocketAddress address) throws Exception {
         // README-CM-EXAMPLE-BEGIN
         Duration timeout = Duration.ofSeconds(10);
         try (Listener listener = Listener.bind(address, 8)) {                  // the server
@@ -56,12 +51,6 @@ public class CmReadmeExampleTest {
 
     @Test
     void readmeContainsTheExampleVerbatim() throws Exception {
-        Path root = ReadmeExampleTest.projectRoot();
-        Path source = root.resolve("api/src/test/java/" + CmReadmeExampleTest.class.getName().replace('.', '/') + ".java");
-        String example = ReadmeExampleTest.exampleCode(Files.readAllLines(source), BEGIN, END);
-        assertFalse(example.isBlank());
-        String readme = Files.readString(root.resolve("README.md")).replace("\r\n", "\n");
-        assertTrue(readme.contains("```java\n" + example + "```\n"),
-                "README.md must contain this code block verbatim:\n```java\n" + example + "```");
+        ReadmeExampleTest.assertInReadme(CmReadmeExampleTest.class, BEGIN, END);
     }
 }

@@ -64,14 +64,7 @@ public class ReadmeExampleTest {
 
     @Test
     void readmeContainsTheExampleVerbatim() throws IOException {
-        Path root = projectRoot();
-        Path source = root.resolve("api/src/test/java/" + ReadmeExampleTest.class.getName().replace('.', '/') + ".java");
-        String example = exampleCode(Files.readAllLines(source));
-        assertFalse(example.isBlank(), "no example between " + BEGIN + " and " + END + " in " + source);
-        String readme = Files.readString(root.resolve("README.md")).replace("\r\n", "\n");
-        assertTrue(readme.contains("```java\n" + example + "```\n"),
-                "README.md must contain this code block verbatim (it is " + source + "'s example):\n```java\n"
-                        + example + "```");
+        assertInReadme(ReadmeExampleTest.class, BEGIN, END);
     }
 
     /** The lines between the markers, with their common indentation removed, each ending in a newline. */
@@ -100,6 +93,18 @@ public class ReadmeExampleTest {
             sb.append(line.isBlank() ? "" : line.substring(indent)).append('\n');
         }
         return sb.toString();
+    }
+
+    /** Asserts that README.md holds, as a java code block, the example between {@code begin} and {@code end} in {@code test}'s source. */
+    public static void assertInReadme(Class<?> test, String begin, String end) throws IOException {
+        Path root = projectRoot();
+        Path source = root.resolve("api/src/test/java/" + test.getName().replace('.', '/') + ".java");
+        String example = exampleCode(Files.readAllLines(source), begin, end);
+        assertFalse(example.isBlank(), "no example between " + begin + " and " + end + " in " + source);
+        String readme = Files.readString(root.resolve("README.md")).replace("\r\n", "\n");
+        assertTrue(readme.contains("```java\n" + example + "```\n"),
+                "README.md must contain this code block verbatim (it is " + source + "'s example):\n```java\n"
+                        + example + "```");
     }
 
     /** The repository root: the nearest directory up from the working directory that holds README.md and mvnw. */

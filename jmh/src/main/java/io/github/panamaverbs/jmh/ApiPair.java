@@ -9,8 +9,12 @@ import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.WcField;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
+import java.util.EnumSet;
+import java.util.Set;
 
 /**
  * Two RC queue pairs connected to each other through the typed API, each with its own completion
@@ -27,13 +31,23 @@ final class ApiPair implements AutoCloseable {
     final MemoryRegion mrB;
 
     ApiPair(long size) {
+        this(size, false);
+    }
+
+    /**
+     * @param extended extended completion queues (standard fields) and queue pairs that post RDMA
+     *                 writes and sends through {@link QueuePair#sendBatch()}, as C's
+     *                 {@code pvb_pair_open_ex}
+     */
+    ApiPair(long size, boolean extended) {
         Rdma dev = Rdma.DEVICE;
         ctx = dev.open();
         pd = ctx.allocateProtectionDomain();
-        cqA = ctx.createCompletionQueue(1024);
-        cqB = ctx.createCompletionQueue(1024);
-        a = pd.createQueuePair(new QpInitAttributes(QpType.RC, cqA, cqA).maxSendWr(256).maxRecvWr(256));
-        b = pd.createQueuePair(new QpInitAttributes(QpType.RC, cqB, cqB).maxSendWr(256).maxRecvWr(256));
+        cqA = extended ? ctx.createCompletionQueue(1024, WcField.STANDARD, null, 0) : ctx.createCompletionQueue(1024);
+        cqB = extended ? ctx.createCompletionQueue(1024, WcField.STANDARD, null, 0) : ctx.createCompletionQueue(1024);
+        Set<SendOpcode> ops = extended ? EnumSet.of(SendOpcode.RDMA_WRITE, SendOpcode.SEND) : null;
+        a = pd.createQueuePair(init(cqA, ops));
+        b = pd.createQueuePair(init(cqB, ops));
         mrA = pd.allocateAndRegister(size, AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         mrB = pd.allocateAndRegister(size, AccessFlag.LOCAL_WRITE, AccessFlag.REMOTE_WRITE, AccessFlag.REMOTE_READ);
         ConnectOptions how = dev.options();
@@ -41,6 +55,11 @@ final class ApiPair implements AutoCloseable {
         var eb = b.localEndpoint(how);
         a.connect(eb, how);
         b.connect(ea, how);
+    }
+
+    private static QpInitAttributes init(CompletionQueue cq, Set<SendOpcode> sendOps) {
+        QpInitAttributes init = new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(256).maxRecvWr(256);
+        return sendOps == null ? init : init.sendOps(sendOps);
     }
 
     /** Polls {@code cq} into {@code wc} until it returns at least one completion; fails on an error status. */

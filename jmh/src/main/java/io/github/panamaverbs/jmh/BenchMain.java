@@ -25,13 +25,14 @@ import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
  * Runs every benchmark (JMH, with the gc profiler), the C ping-pong timed in C, with {@code --critical}
- * a second pass of the poll and post benchmarks with {@code -Dpanamaverbs.critical=true}, and
+ * a second pass of the poll and post benchmarks with {@code -Dpanamaverbs.critical=true}, with
+ * {@code --jfr} one with a Flight Recorder recording on (the library's events enabled), and
  * perftest's {@code ib_write_lat}, {@code ib_send_lat}
  * and {@code ib_write_bw} on the same device; prints the table (Java, C, ratio, B/op) and writes
  * {@code results.md}, {@code results.svg}, the raw JMH JSON and perftest's output into the output
  * directory. scripts/bench runs it (inside scripts/with-rdma when the host has no device).
  *
- * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--no-perftest] [--critical] [--machine TEXT]}.
+ * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--no-perftest] [--critical] [--jfr] [--machine TEXT]}.
  */
 public final class BenchMain {
     private static final String PKG = BenchMain.class.getPackageName();
@@ -42,13 +43,16 @@ public final class BenchMain {
     private final String include;
     private final boolean perftest;
     private final boolean critical;
+    private final boolean jfr;
     private final String machine;
     private final Map<String, RunResult> results = new LinkedHashMap<>();
     private final Map<String, double[]> perf = new LinkedHashMap<>();
     /** The C ping-pong's median round trip per "write:size" / "send:size", in ns. */
     private final Map<String, Double> cPingPong = new LinkedHashMap<>();
 
-    private BenchMain(boolean quick, Path out, String include, boolean perftest, boolean critical, String machine) {
+    private BenchMain(boolean quick, Path out, String include, boolean perftest, boolean critical, boolean jfr,
+                      String machine) {
+        this.jfr = jfr;
         this.quick = quick;
         this.out = out;
         this.include = include;
@@ -61,6 +65,7 @@ public final class BenchMain {
         boolean quick = false;
         boolean perftest = true;
         boolean critical = false;
+        boolean jfr = false;
         Path out = Path.of("jmh/results");
         String include = ".*";
         String machine = System.getenv().getOrDefault("BENCH_MACHINE", "unknown machine");
@@ -71,12 +76,13 @@ public final class BenchMain {
                 case "--include" -> include = args[++i];
                 case "--no-perftest" -> perftest = false;
                 case "--critical" -> critical = true;
+                case "--jfr" -> jfr = true;
                 case "--machine" -> machine = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         Files.createDirectories(out);
-        new BenchMain(quick, out.toAbsolutePath(), include, perftest, critical, machine).run();
+        new BenchMain(quick, out.toAbsolutePath(), include, perftest, critical, jfr, machine).run();
     }
 
     private ChainedOptionsBuilder options(String regex, String json, String... jvmArgs) {
@@ -120,6 +126,10 @@ public final class BenchMain {
         String dataPath = "PollEmpty\\.(api|raw)|WritePoll\\.(api|raw)";
         if (critical) {
             jmh("crit", dataPath, "jmh-critical-on.json", "-Dpanamaverbs.critical=true");
+        }
+        if (jfr) {
+            // the default settings plus the library's events (enabled by default): what an operator runs
+            jmh("jfr", dataPath, "jmh-jfr-on.json", "-XX:StartFlightRecording:filename=" + out.resolve("bench.jfr"));
         }
         if (perftest) {
             runPerftest();
@@ -319,6 +329,14 @@ public final class BenchMain {
             row(what + ": raw bindings", "main:" + b + ".raw", "main:" + b + ".c", "ns");
             row(what + ": typed API, critical on", "crit:" + b + ".api", "main:" + b + ".c", "ns");
             row(what + ": raw bindings, critical on", "crit:" + b + ".raw", "main:" + b + ".c", "ns");
+            row(what + ": typed API, JFR recording on", "jfr:" + b + ".api", "main:" + b + ".c", "ns");
+            if (b.equals("PollEmpty")) {
+                row("poll empty extended CQ (start_poll): typed API", "main:ExtendedPath.pollEmpty",
+                        "main:ExtendedPath.cPollEmpty", "ns");
+            } else {
+                row(what + ": ibv_wr_* and start_poll, typed API", "main:ExtendedPath.writePoll",
+                        "main:ExtendedPath.cWritePoll", "ns");
+            }
         }
         for (String kind : new String[] {"write", "send"}) {
             String tool = kind.equals("write") ? "ib_write_lat" : "ib_send_lat";

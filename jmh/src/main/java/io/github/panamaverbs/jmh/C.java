@@ -31,6 +31,8 @@ public final class C {
 
     static final MethodHandle PAIR_OPEN = LINKER.downcallHandle(find("pvb_pair_open"),
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
+    static final MethodHandle PAIR_OPEN_EX = LINKER.downcallHandle(find("pvb_pair_open_ex"),
+            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
     static final MethodHandle PAIR_CLOSE = LINKER.downcallHandle(find("pvb_pair_close"),
             FunctionDescriptor.ofVoid(ADDRESS));
     static final MethodHandle PAIR_GET = LINKER.downcallHandle(find("pvb_pair_get"),
@@ -45,6 +47,10 @@ public final class C {
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
     static final MethodHandle WRITE_BATCH = LINKER.downcallHandle(find("pvb_write_batch"),
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT));
+    static final MethodHandle EX_POLL_EMPTY = LINKER.downcallHandle(find("pvb_ex_poll_empty"),
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
+    static final MethodHandle EX_WRITE_POLL = LINKER.downcallHandle(find("pvb_ex_write_poll"),
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
     static final MethodHandle PINGPONG_WRITE = LINKER.downcallHandle(find("pvb_pingpong_write"),
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
     static final MethodHandle PINGPONG_SEND = LINKER.downcallHandle(find("pvb_pingpong_send"),
@@ -102,7 +108,9 @@ public final class C {
 
     /**
      * Two connected RC queue pairs opened by C ({@code pvb_pair_open}), each with its own CQ and
-     * registered buffer: what the C loops and the raw-bindings benchmarks use.
+     * registered buffer: what the C loops and the raw-bindings benchmarks use; extended ones
+     * ({@code pvb_pair_open_ex}: {@code ibv_create_cq_ex} and {@code ibv_create_qp_ex}) for the
+     * {@code pvb_ex_*} loops.
      */
     static final class Pair implements AutoCloseable {
         final MemorySegment pair;
@@ -114,9 +122,14 @@ public final class C {
         final int[] rkey = new int[2];
 
         Pair(Rdma device, long size, int maxInline) {
+            this(device, size, maxInline, false);
+        }
+
+        Pair(Rdma device, long size, int maxInline, boolean extended) {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment name = a.allocateFrom(device.name == null ? "" : device.name);
-                pair = (MemorySegment) PAIR_OPEN.invokeExact(name, device.port, device.gidIndex, size, maxInline);
+                MethodHandle open = extended ? PAIR_OPEN_EX : PAIR_OPEN;
+                pair = (MemorySegment) open.invokeExact(name, device.port, device.gidIndex, size, maxInline);
                 if (pair.address() == 0) {
                     MemorySegment msg = (MemorySegment) LAST_ERROR.invokeExact();
                     throw new IllegalStateException("pvb_pair_open: " + msg.reinterpret(256).getString(0));

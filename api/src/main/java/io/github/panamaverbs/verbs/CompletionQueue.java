@@ -18,9 +18,10 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.lang.ref.Reference;
+import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Objects;
-import java.lang.ref.Reference;
 import java.util.Set;
 
 /**
@@ -649,6 +650,55 @@ public final class CompletionQueue extends Resource {
         if (rc != 0) {
             throw Native.fail("ibv_req_notify_cq", rc, Native.NO_HINT);
         }
+    }
+
+    /**
+     * Waits for completions of this queue through its completion channel, never longer than
+     * {@code timeout}, in the order the verbs require: polls; if nothing is there, asks for
+     * notification and polls again (a completion that arrived in between is found then, not lost
+     * until the next one), then waits for the channel's event and polls. A virtual thread that waits
+     * here parks and leaves its carrier to others (see {@link CompletionChannel#awaitEvent}); busy
+     * polling with {@link #poll(WorkCompletions)} stays the fastest path.
+     *
+     * <p>The queue must be the only one on its channel: an event of another queue would be consumed
+     * here. With a shared channel, wait with {@link CompletionChannel#awaitEvent} and poll the queue
+     * it names.
+     *
+     * @param batch   where the completions go
+     * @param timeout the longest to wait
+     * @return the number of completions polled into {@code batch}; 0 if none came in time
+     * @throws NullPointerException  if an argument is null
+     * @throws IllegalStateException if the queue has no completion channel or shares it with another
+     *                               queue, or if the queue or the channel is closed (also while waiting)
+     * @throws VerbsException        if polling, {@code ibv_req_notify_cq} or {@code ibv_get_cq_event} fails
+     */
+    public int await(WorkCompletions batch, Duration timeout) {
+        Objects.requireNonNull(batch, "batch");
+        long deadline = Native.deadline(Objects.requireNonNull(timeout, "timeout"));
+        if (channel == null) {
+            throw new IllegalStateException(this + " has no completion channel to wait on: create it with one, or poll");
+        }
+        int sharing = channel.countUsers(CompletionQueue.class);
+        if (sharing != 1) {
+            throw new IllegalStateException(this + " shares " + channel + " with " + (sharing - 1) + " other completion "
+                    + "queue(s), whose events a wait here would consume: wait with CompletionChannel.awaitEvent");
+        }
+        int n = poll(batch);
+        while (n == 0) {
+            requestNotification(false);
+            n = poll(batch);
+            if (n > 0) {
+                break; // the notification stays armed: a later wait may see its event and find nothing, and wait again
+            }
+            if (channel.awaitEvent(Duration.ofNanos(Math.max(0, deadline - System.nanoTime()))).isEmpty()) {
+                return 0;
+            }
+            n = poll(batch);
+            if (n == 0 && System.nanoTime() - deadline >= 0) {
+                return 0;
+            }
+        }
+        return n;
     }
 
     /**

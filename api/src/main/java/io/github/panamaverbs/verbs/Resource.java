@@ -150,6 +150,15 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         users.remove(user);
     }
 
+    /** How many open resources of {@code type} use this one. */
+    synchronized int countUsers(Class<? extends Resource> type) {
+        int n = 0;
+        for (Resource r : users) {
+            n += type.isInstance(r) ? 1 : 0;
+        }
+        return n;
+    }
+
     /** The C struct; throws {@link IllegalStateException} once closed. */
     final MemorySegment handle() {
         if (!handle.scope().isAlive()) {

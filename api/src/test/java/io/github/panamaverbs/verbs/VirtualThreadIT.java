@@ -2,6 +2,7 @@ package io.github.panamaverbs.verbs;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.panamaverbs.verbs.testing.RequiresRdma;
@@ -217,5 +218,84 @@ class VirtualThreadIT {
                 String.valueOf(thrown.get()));
         assertTrue(thrownCtx.get() instanceof IllegalStateException
                 && thrownCtx.get().getMessage().contains("was closed while"), String.valueOf(thrownCtx.get()));
+    }
+
+    /**
+     * {@link CompletionQueue#await} against the race between arming and arrival: 3,000 sends, each
+     * after a random pause of 0 to about 50 µs, while a virtual thread waits for each receive's
+     * completion. A completion that arrived between the poll and the arming, and was not polled
+     * again after arming, would leave the waiter asleep until its timeout: every await must return
+     * a completion, in order, bytes checked.
+     */
+    @Test
+    void awaitLosesNoCompletionRacingItsArming(TestDevice dev) throws Exception {
+        int messages = Integer.getInteger("virtualthreads.race.messages", 3000);
+        int slots = 32;
+        try (Context ctx = dev.open();
+             ProtectionDomain pd = ctx.allocateProtectionDomain();
+             CompletionChannel channel = ctx.createCompletionChannel();
+             CompletionQueue sendCq = ctx.createCompletionQueue(64);
+             CompletionQueue recvCq = ctx.createCompletionQueue(64, channel, 0);
+             QueuePair a = pd.createQueuePair(new QpInitAttributes(QpType.RC, sendCq, sendCq).maxSendWr(4));
+             QueuePair b = pd.createQueuePair(new QpInitAttributes(QpType.RC, recvCq, recvCq).maxRecvWr(slots));
+             MemoryRegion out = pd.allocateAndRegister(4096);
+             MemoryRegion in = pd.allocateAndRegister(64L * slots)) {
+            ConnectOptions how = ConnectOptions.port(dev.port()).gidIndex(dev.gidIndex());
+            a.connect(b.localEndpoint(how), how);
+            b.connect(a.localEndpoint(how), how);
+            for (int s = 0; s < slots; s++) {
+                b.postReceive(new ReceiveRequest(1).id(s).sge(in, 64L * s, 64));
+            }
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread receiver = Thread.ofVirtual().start(() -> {
+                try {
+                    WorkCompletions wc = new WorkCompletions(1);
+                    ReceiveRequest again = new ReceiveRequest(1);
+                    for (int i = 0; i < messages; i++) {
+                        int n = recvCq.await(wc, Duration.ofSeconds(10));
+                        assertEquals(1, n, "completion " + i + " of " + messages + ": await returned none (a lost wake-up)");
+                        assertEquals(WcStatus.SUCCESS, wc.status(0));
+                        int slot = (int) wc.wrId(0);
+                        assertEquals(i % slots, slot);
+                        assertEquals(i, in.segment().get(JAVA_INT, 64L * slot), "message " + i + "'s bytes");
+                        b.postReceive(again.id(slot).sge(in, 64L * slot, 64));
+                    }
+                } catch (Throwable t) {
+                    failure.set(t);
+                }
+            });
+            java.util.Random random = new java.util.Random(0x5eed);
+            WorkCompletions sent = new WorkCompletions(1);
+            SendRequest send = new SendRequest(1).opcode(SendOpcode.SEND).signaled(true);
+            for (int i = 0; i < messages && failure.get() == null; i++) {
+                out.segment().set(JAVA_INT, 0, i);
+                long until = System.nanoTime() + random.nextInt(50_000);
+                while (System.nanoTime() < until) {
+                    Thread.onSpinWait();
+                }
+                a.postSend(send.id(i).sge(out, 0, 4));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (sendCq.poll(sent) == 0) {
+                    assertTrue(System.nanoTime() < deadline, "send " + i + " completed");
+                }
+                assertEquals(WcStatus.SUCCESS, sent.status(0), "send " + i);
+            }
+            receiver.join(Duration.ofSeconds(60));
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
+            }
+            assertTrue(!receiver.isAlive(), "the receiver finished");
+
+            // What await refuses: a queue without a channel, and one that shares its channel.
+            WorkCompletions wc = new WorkCompletions(1);
+            IllegalStateException none = assertThrows(IllegalStateException.class, () -> sendCq.await(wc, Duration.ZERO));
+            assertTrue(none.getMessage().contains("no completion channel"), none.getMessage());
+            try (CompletionQueue second = ctx.createCompletionQueue(4, channel, 0)) {
+                IllegalStateException shared = assertThrows(IllegalStateException.class,
+                        () -> recvCq.await(wc, Duration.ZERO));
+                assertTrue(shared.getMessage().contains("shares"), shared.getMessage());
+            }
+            assertEquals(0, recvCq.await(wc, Duration.ofMillis(100)), "nothing more arrives");
+        }
     }
 }

@@ -227,6 +227,12 @@ public final class BenchMain {
         double[] c = parse(pair("ib_write_bw", args + " -F", log), 64, 5);
         double[] j = parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5);
         tools.put("write-bw", new double[] {j == null ? Double.NaN : j[4], c == null ? Double.NaN : c[4]});
+        // Woken by completion events: rdma-core's ibv_rc_pingpong -e beside the Java rc-pingpong -e whose
+        // loop runs in a virtual thread (each wait parks it; the event loop thread wakes it)
+        String ev = "-d " + dev + " -i " + port + " -g " + gid + " -e -n " + (quick ? 200 : 1000);
+        double cu = usecPerIter(pair("ibv_rc_pingpong", ev, log));
+        double ju = usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log));
+        tools.put("rc-pingpong-e", new double[] {ju, cu});
         Files.writeString(out.resolve("tools.txt"), log);
     }
 
@@ -254,6 +260,12 @@ public final class BenchMain {
                 .append('\n').append(text).append('\n');
         System.out.println("pair: " + tool + " " + args);
         return text;
+    }
+
+    /** The client's "N iters in S seconds = U usec/iter" of rc-pingpong (its output comes first), or NaN. */
+    private static double usecPerIter(String text) {
+        Matcher m = Pattern.compile("= ([0-9.]+) usec/iter").matcher(text);
+        return m.find() ? Double.parseDouble(m.group(1)) : Double.NaN;
     }
 
     /** The numbers of perftest's result line for {@code size}, or null. */
@@ -359,6 +371,11 @@ public final class BenchMain {
                 bytesPerOp("main:MessageRate.c"), "ns"));
         for (Map.Entry<String, double[]> e : tools.entrySet()) {
             double[] v = e.getValue();
+            if (e.getKey().equals("rc-pingpong-e")) {
+                rows.add(new Row("tools: rc-pingpong -e (events; Java in a virtual thread), 4096 B, per iteration "
+                        + "(perftest = ibv_rc_pingpong -e)", v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
+                continue;
+            }
             if (e.getKey().equals("write-bw")) {
                 rows.add(new Row("tools: write-bw -s 64, per message (1/msg rate)", 1000 / v[0], Double.NaN, 1000 / v[1],
                         Double.NaN, Double.NaN, "ns"));

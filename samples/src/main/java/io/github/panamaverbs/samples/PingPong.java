@@ -97,6 +97,8 @@ final class PingPong {
     private int iters;
     private int numQp;
     private boolean events;
+    /** --virtual: the loop runs in a virtual thread. */
+    private boolean virtual;
     private boolean check;
     private Duration timeout;
     private Duration acceptTimeout;
@@ -136,6 +138,8 @@ final class PingPong {
                 .value('n', "iters", "iters", "number of exchanges (default 1000)")
                 .value('l', "sl", "sl", "service level value (default 0)")
                 .flag('e', "events", "sleep on CQ events (default poll)")
+                .flag('\0', "virtual", "run the ping-pong loop in a virtual thread (with -e, its waits park it "
+                        + "and free the OS thread)")
                 .value('g', "gid-idx", "gid index", "local port gid index (needed on RoCE)")
                 .flag('c', "chk", "validate received buffer")
                 .value('\0', "timeout", "seconds", "give up when the peer is silent this long (default 20; "
@@ -158,6 +162,7 @@ final class PingPong {
             throw new Options.UsageException("rx_depth " + rxDepth + " is too small for " + numQp + " QPs -- must have at least one receive per QP.");
         }
         events = o.has("events");
+        virtual = o.has("virtual");
         check = o.has("chk");
         int seconds = o.integer("timeout", 20, 1, 86_400);
         timeout = Duration.ofSeconds(seconds);
@@ -177,7 +182,7 @@ final class PingPong {
             return 0;
         }
         dataOffset = kind == Kind.UD ? Common.GRH_BYTES : 0;
-        try (Resources res = new Resources(); Arena arena = Arena.ofConfined()) {
+        try (Resources res = new Resources(); Arena arena = Arena.ofShared()) { // shared: --virtual runs the loop in another thread
             Context ctx = res.add(Common.openDevice(deviceName));
             PortAttributes port = ctx.queryPort(ibPort);
             if (kind == Kind.UD && size > port.activeMtu().bytes()) {
@@ -246,7 +251,11 @@ final class PingPong {
                 connect.connect(theirs);
             }
             long start = System.nanoTime();
-            loop(cq, channel);
+            if (virtual) {
+                inVirtualThread(() -> loop(cq, channel));
+            } else {
+                loop(cq, channel);
+            }
             double usec = (System.nanoTime() - start) / 1000.0;
             long bytes = (long) size * iters * 2;
             out.printf("%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8 / usec);
@@ -356,6 +365,30 @@ final class PingPong {
             }
         }
         return n;
+    }
+
+    /** Runs {@code body} in a virtual thread and waits for it; its exception is this thread's. */
+    private static void inVirtualThread(Runnable body) {
+        Throwable[] thrown = new Throwable[1];
+        Thread t = Thread.ofVirtual().name("rc-pingpong").start(() -> {
+            try {
+                body.run();
+            } catch (Throwable e) {
+                thrown[0] = e;
+            }
+        });
+        try {
+            t.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new SampleException("interrupted");
+        }
+        if (thrown[0] instanceof RuntimeException e) {
+            throw e;
+        }
+        if (thrown[0] instanceof Error e) {
+            throw e;
+        }
     }
 
     private void loop(CompletionQueue cq, CompletionChannel channel) {

@@ -221,8 +221,9 @@ class SamplesIT {
     @Test
     void javaPingPongJava() throws Exception {
         int port = nextPort++;
+        // the server's loop in a virtual thread (its event waits park it), the client's in the main thread
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java("rc-pingpong", "-d", device, "-g", gid,
-                "-p", "" + port, "-c", "-e", "-n", "50", "--timeout", "120"));
+                "-p", "" + port, "-c", "-e", "--virtual", "-n", "50", "--timeout", "120"));
         awaitListening(port);
         Run client = java("rc-pingpong", "-d", device, "-g", gid, "-p", "" + port, "-c", "-e", "-n", "50", "127.0.0.1");
         Run s = server.get(300, TimeUnit.SECONDS);

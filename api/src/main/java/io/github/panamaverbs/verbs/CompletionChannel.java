@@ -11,6 +11,7 @@ import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.BooleanSupplier;
 
 /**
  * A completion event channel ({@code struct ibv_comp_channel}): a file descriptor on which completion
@@ -87,9 +88,23 @@ public final class CompletionChannel extends Resource {
      * @throws VerbsException        if {@code ibv_get_cq_event} or {@code poll(2)} fails
      */
     public Optional<CompletionQueue> awaitEvent(Duration timeout) {
+        return awaitEvent(timeout, null);
+    }
+
+    /**
+     * {@link #awaitEvent(Duration)} for {@link CompletionQueue#await}: also wakes, with
+     * IllegalStateException, when {@code waiter} (the queue the caller waits for, or null) is closed.
+     */
+    Optional<CompletionQueue> awaitEvent(Duration timeout, CompletionQueue waiter) {
         long deadline = Native.deadline(Objects.requireNonNull(timeout, "timeout"));
         int fd = fd();
-        while (Native.awaitReadable(fd, deadline, toString(), this::isOpen)) {
+        BooleanSupplier open = waiter == null ? this::isOpen : () -> {
+            if (!waiter.isOpen()) {
+                throw new IllegalStateException(waiter + " was closed while a thread waited for its completions");
+            }
+            return isOpen();
+        };
+        while (Native.awaitReadable(fd, deadline, toString(), open)) {
             MemorySegment ch = handle();
             MemorySegment cqPtr = call(c -> {
                 MemorySegment cqOut = c.allocate(ADDRESS);

@@ -669,7 +669,8 @@ public final class CompletionQueue extends Resource {
      * @return the number of completions polled into {@code batch}; 0 if none came in time
      * @throws NullPointerException  if an argument is null
      * @throws IllegalStateException if the queue has no completion channel or shares it with another
-     *                               queue, or if the queue or the channel is closed (also while waiting)
+     *                               queue, or if the queue or the channel is closed (also while waiting:
+     *                               a close wakes the waiter within about 50 ms)
      * @throws VerbsException        if polling, {@code ibv_req_notify_cq} or {@code ibv_get_cq_event} fails
      */
     public int await(WorkCompletions batch, Duration timeout) {
@@ -690,7 +691,7 @@ public final class CompletionQueue extends Resource {
             if (n > 0) {
                 break; // the notification stays armed: a later wait may see its event and find nothing, and wait again
             }
-            if (channel.awaitEvent(Duration.ofNanos(Math.max(0, deadline - System.nanoTime()))).isEmpty()) {
+            if (channel.awaitEvent(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())), this).isEmpty()) {
                 return 0;
             }
             n = poll(batch);

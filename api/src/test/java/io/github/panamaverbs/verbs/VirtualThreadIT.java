@@ -221,6 +221,49 @@ class VirtualThreadIT {
     }
 
     /**
+     * Closing a completion queue while threads wait for its completions in
+     * {@link CompletionQueue#await} wakes each of them (a virtual and a platform thread) with an
+     * IllegalStateException naming the queue, soon after the close; the channel stays usable.
+     */
+    @Test
+    void closingACompletionQueueWakesItsAwaitingThreads(TestDevice dev) throws Exception {
+        try (Context ctx = dev.open(); CompletionChannel ch = ctx.createCompletionChannel()) {
+            CompletionQueue cq = ctx.createCompletionQueue(16, ch, 0);
+            CountDownLatch started = new CountDownLatch(2);
+            List<AtomicReference<Throwable>> thrown = List.of(new AtomicReference<>(), new AtomicReference<>());
+            List<Thread> waiters = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                AtomicReference<Throwable> slot = thrown.get(i);
+                Runnable wait = () -> {
+                    WorkCompletions batch = new WorkCompletions(4);
+                    try {
+                        started.countDown();
+                        slot.set(new AssertionError("await returned " + cq.await(batch, Duration.ofSeconds(60))));
+                    } catch (Throwable e) {
+                        slot.set(e);
+                    }
+                };
+                waiters.add(i == 0 ? Thread.ofVirtual().start(wait) : Thread.ofPlatform().start(wait));
+            }
+            assertTrue(started.await(10, TimeUnit.SECONDS));
+            Thread.sleep(300);
+            long t0 = System.nanoTime();
+            cq.close();
+            for (Thread t : waiters) {
+                t.join(Duration.ofSeconds(5));
+            }
+            long tookMillis = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(tookMillis < 5_000, "woken " + tookMillis + " ms after the close");
+            for (AtomicReference<Throwable> t : thrown) {
+                assertTrue(t.get() instanceof IllegalStateException
+                        && t.get().getMessage().contains(cq + " was closed while a thread waited for its completions"),
+                        String.valueOf(t.get()));
+            }
+            assertTrue(ch.awaitEvent(Duration.ZERO).isEmpty(), "the channel is still open and usable");
+        }
+    }
+
+    /**
      * {@link CompletionQueue#await} against the race between arming and arrival: 3,000 sends, each
      * after a random pause of 0 to about 50 µs, while a virtual thread waits for each receive's
      * completion. A completion that arrived between the poll and the arming, and was not polled

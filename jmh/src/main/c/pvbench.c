@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 /* Two RC queue pairs on one device, connected to each other; each has its own CQ (send and
@@ -24,6 +25,7 @@ struct pvb_pair {
 	struct ibv_mr *mr[2];
 	struct ibv_cq_ex *cqx[2];  /* pvb_pair_open_ex: the extended CQs (cq[i] is their ibv_cq) */
 	struct ibv_qp_ex *qpx[2];  /* pvb_pair_open_ex: the QPs' ibv_wr_* interface */
+	struct ibv_comp_channel *ch[2];  /* pvb_pair_open_events: each CQ's own completion channel */
 	char *buf[2];
 	size_t size;
 	unsigned char seq;  /* the last byte written by pvb_pingpong_write */
@@ -99,8 +101,10 @@ void pvb_pair_close(struct pvb_pair *p);
 
 /* Opens device `name`, and connects two RC QPs with `size`-byte buffers; `ex`: extended CQs
  * (ibv_create_cq_ex, standard fields) and QPs (ibv_create_qp_ex with RDMA write and send in
- * send_ops_flags). NULL on failure (pvb_last_error says why). */
-static struct pvb_pair *open_pair(const char *name, int port, int gid_index, long size, int max_inline, int ex)
+ * send_ops_flags); `events`: each CQ with a completion channel of its own. NULL on failure
+ * (pvb_last_error says why). */
+static struct pvb_pair *open_pair(const char *name, int port, int gid_index, long size, int max_inline, int ex,
+				  int events)
 {
 	struct pvb_pair *p = calloc(1, sizeof *p);
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -140,7 +144,10 @@ static struct pvb_pair *open_pair(const char *name, int port, int gid_index, lon
 				goto bad;
 			}
 			p->cq[i] = ibv_cq_ex_to_cq(p->cqx[i]);
-		} else if (!(p->cq[i] = ibv_create_cq(p->ctx, 1024, NULL, NULL, 0))) {
+		} else if (events && !(p->ch[i] = ibv_create_comp_channel(p->ctx))) {
+			fail("ibv_create_comp_channel", errno);
+			goto bad;
+		} else if (!(p->cq[i] = ibv_create_cq(p->ctx, 1024, NULL, p->ch[i], 0))) {
 			fail("ibv_create_cq", errno);
 			goto bad;
 		}
@@ -185,13 +192,19 @@ bad:
 
 struct pvb_pair *pvb_pair_open(const char *name, int port, int gid_index, long size, int max_inline)
 {
-	return open_pair(name, port, gid_index, size, max_inline, 0);
+	return open_pair(name, port, gid_index, size, max_inline, 0, 0);
+}
+
+/* As pvb_pair_open, each CQ with its own completion channel: what pvb_pingpong_event needs. */
+struct pvb_pair *pvb_pair_open_events(const char *name, int port, int gid_index, long size, int max_inline)
+{
+	return open_pair(name, port, gid_index, size, max_inline, 0, 1);
 }
 
 /* As pvb_pair_open, with extended CQs and QPs: what the pvb_ex_* loops need. */
 struct pvb_pair *pvb_pair_open_ex(const char *name, int port, int gid_index, long size, int max_inline)
 {
-	return open_pair(name, port, gid_index, size, max_inline, 1);
+	return open_pair(name, port, gid_index, size, max_inline, 1, 0);
 }
 
 void pvb_pair_close(struct pvb_pair *p)
@@ -205,6 +218,8 @@ void pvb_pair_close(struct pvb_pair *p)
 			ibv_dereg_mr(p->mr[i]);
 		if (p->cq[i])
 			ibv_destroy_cq(p->cq[i]);
+		if (p->ch[i])
+			ibv_destroy_comp_channel(p->ch[i]);
 		free(p->buf[i]);
 	}
 	if (p->pd)
@@ -418,6 +433,135 @@ long pvb_pingpong_send(struct pvb_pair *p, long n, int size)
 		while (ibv_poll_cq(p->cq[s], 4, wc) > 0)
 			;
 	return n;
+}
+
+/* Waits for a receive completion on `cq` through its channel `ch` as an event-driven C program does,
+ * in the order CompletionQueue.await follows: poll; if empty, ibv_req_notify_cq and poll again; if
+ * still empty, block in ibv_get_cq_event (as ibv_rc_pingpong -e does), ibv_ack_cq_events, poll. Send
+ * completions met on the way are consumed. 0, or -1 on a failed verb or completion. */
+static int await_receive_event(struct ibv_cq *cq, struct ibv_comp_channel *ch)
+{
+	struct ibv_wc wc[4];
+	int got = 0;
+	while (!got) {
+		int k = ibv_poll_cq(cq, 4, wc);
+		if (k == 0) {
+			if (ibv_req_notify_cq(cq, 0))
+				return -1;
+			k = ibv_poll_cq(cq, 4, wc);
+			if (k == 0) {
+				struct ibv_cq *ev_cq;
+				void *ev_ctx;
+				if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
+					return -1;
+				ibv_ack_cq_events(ev_cq, 1);
+				k = ibv_poll_cq(cq, 4, wc);
+			}
+		}
+		if (k < 0)
+			return -1;
+		for (int j = 0; j < k; j++) {
+			if (wc[j].status != IBV_WC_SUCCESS)
+				return -1;
+			if (wc[j].opcode == IBV_WC_RECV)
+				got = 1;
+		}
+	}
+	return 0;
+}
+
+/* The two sides' requests of the event-driven ping-pong: `size`-byte sends from the start of each
+ * buffer, receives of up to 8 KiB at offset 8192; posts one receive on each side. 0, or -1. */
+static int event_requests(struct pvb_pair *p, int size, struct ibv_sge *sge, struct ibv_sge *rsge,
+			  struct ibv_send_wr *wr, struct ibv_recv_wr *rwr)
+{
+	struct ibv_recv_wr *rbad;
+	for (int s = 0; s < 2; s++) {
+		sge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s], .length = size, .lkey = p->mr[s]->lkey };
+		rsge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s] + 8192, .length = 8192, .lkey = p->mr[s]->lkey };
+		wr[s] = (struct ibv_send_wr) { .wr_id = 1, .sg_list = &sge[s], .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED };
+		rwr[s] = (struct ibv_recv_wr) { .wr_id = 2, .sg_list = &rsge[s], .num_sge = 1 };
+		if (ibv_post_recv(p->qp[s], &rwr[s], &rbad))
+			return -1;
+	}
+	return 0;
+}
+
+/* The echo side of the event-driven ping-pong, on its own thread: b waits for each receive through
+ * its channel, reposts it and sends back, until pvb_event_echo_stop. */
+struct pvb_echo {
+	struct pvb_pair *p;
+	pthread_t thread;
+	volatile int stop;
+	int failed;
+	struct ibv_sge sge[2], rsge[2];
+	struct ibv_send_wr wr[2];
+	struct ibv_recv_wr rwr[2];
+};
+
+static void *echo_main(void *arg)
+{
+	struct pvb_echo *e = arg;
+	struct ibv_send_wr *bad;
+	struct ibv_recv_wr *rbad;
+	for (;;) {
+		if (await_receive_event(e->p->cq[1], e->p->ch[1])) {
+			e->failed = 1;
+			return NULL;
+		}
+		if (e->stop)
+			return NULL;
+		if (ibv_post_recv(e->p->qp[1], &e->rwr[1], &rbad) || ibv_post_send(e->p->qp[1], &e->wr[1], &bad)) {
+			e->failed = 1;
+			return NULL;
+		}
+	}
+}
+
+/* Starts b's echo thread on a pair from pvb_pair_open_events, for `size`-byte messages; NULL on failure. */
+struct pvb_echo *pvb_event_echo_start(struct pvb_pair *p, int size)
+{
+	struct pvb_echo *e = calloc(1, sizeof *e);
+	if (!e)
+		return NULL;
+	e->p = p;
+	if (event_requests(p, size, e->sge, e->rsge, e->wr, e->rwr) || pthread_create(&e->thread, NULL, echo_main, e)) {
+		fail("pvb_event_echo_start", errno);
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* n round trips against the echo thread: a sends, waits for the echo's reply through its channel
+ * (await_receive_event: the thread sleeps in ibv_get_cq_event, as ibv_rc_pingpong -e does) and
+ * reposts its receive. The C twin of EventPingPong. Returns n, or -1. */
+long pvb_pingpong_event(struct pvb_echo *e, long n)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_recv_wr *rbad;
+	for (long i = 0; i < n; i++) {
+		if (ibv_post_send(e->p->qp[0], &e->wr[0], &bad) || await_receive_event(e->p->cq[0], e->p->ch[0])
+				|| ibv_post_recv(e->p->qp[0], &e->rwr[0], &rbad) || e->failed)
+			return -1;
+	}
+	return n;
+}
+
+/* Stops the echo thread (one last message wakes it) and frees it; 0, or -1 if the echo failed. */
+int pvb_event_echo_stop(struct pvb_echo *e)
+{
+	struct ibv_send_wr *bad;
+	int rc;
+	e->stop = 1;
+	if (ibv_post_send(e->p->qp[0], &e->wr[0], &bad))
+		e->failed = 1;
+	else
+		pthread_join(e->thread, NULL);
+	rc = e->failed ? -1 : 0;
+	free(e);
+	return rc;
 }
 
 /* n round trips of pvb_pingpong_write (kind 0) or pvb_pingpong_send (kind 1), each timed on its own

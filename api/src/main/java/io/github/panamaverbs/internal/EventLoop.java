@@ -9,23 +9,24 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 
 /**
  * Waits on file descriptors without holding an OS thread: one daemon platform thread per process
- * owns an {@code epoll} set and completes the futures of the virtual threads that wait for one of
- * its descriptors to become readable (completion channels, async-event and connection-manager
- * fds). A virtual thread parks on its future and is unmounted from its carrier meanwhile; a
- * platform thread keeps the direct {@code poll(2)} of {@link Native#awaitReadable}, which costs no
- * hand-over.
+ * owns an {@code epoll} set and unparks the virtual threads that wait for one of its descriptors to
+ * become readable (completion channels, async-event and connection-manager fds). A virtual thread
+ * parks (untimed: the loop, not a timer thread, ends its wait at its deadline) and is unmounted from
+ * its carrier meanwhile; a platform thread keeps the direct {@code poll(2)} of
+ * {@link Native#awaitReadable}, which costs no hand-over.
  *
  * <p>The thread starts with the first context or connection-manager event channel ({@link Native#prepareWaits()}) and stays, parked in
- * {@code epoll_wait}, for the life of the process.
+ * {@code epoll_wait}, for the life of the process. It wakes when a descriptor is readable, when the
+ * earliest waiter's deadline comes (at least once a second while idle), when a wait with an earlier
+ * deadline is armed (an {@code eventfd} in the set), and when a resource closes
+ * ({@link #wakeAll()}: each waiter checks again whether what it waits on is still open).
  *
  * <p>Each wait arms its descriptor once ({@code EPOLLIN | EPOLLONESHOT}, level-triggered: a
  * descriptor already readable when armed is reported at once, so no event is lost between a check
@@ -44,7 +45,18 @@ final class EventLoop {
             Native.LINKER.defaultLookup().find("epoll_wait").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
                     ValueLayout.JAVA_INT));
+    private static final MethodHandle EVENTFD = Native.withErrno(
+            Native.LINKER.defaultLookup().find("eventfd").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    private static final MethodHandle WRITE = Native.LINKER.downcallHandle(
+            Native.LINKER.defaultLookup().find("write").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    private static final MethodHandle READ = Native.LINKER.downcallHandle(
+            Native.LINKER.defaultLookup().find("read").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     private static final int EPOLL_CLOEXEC = 0x80000;
+    private static final int EFD_CLOEXEC = 0x80000;
+    private static final int EFD_NONBLOCK = 0x800;
     private static final int EPOLL_CTL_ADD = 1;
     private static final int EPOLL_CTL_MOD = 3;
     private static final int EPOLLIN = 0x001;
@@ -55,17 +67,42 @@ final class EventLoop {
     private static final long EVENT_SIZE = PACKED ? 12 : 16;
     private static final long DATA = PACKED ? 4 : 8;
     private static final int BATCH = 64;
+    /** The longest the loop sleeps: it then looks at the waiters' deadlines again. */
+    private static final long IDLE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private static final EventLoop INSTANCE = new EventLoop();
 
+    /** A virtual thread's wait: parked until {@link #state} is set, then unparked. */
+    private static final class Waiter {
+        static final int WAITING = 0;
+        static final int READABLE = 1;
+        /** Its deadline came, or a resource closed: it checks again. */
+        static final int WOKEN = 2;
+
+        final Thread thread = Thread.currentThread();
+        final int fd;
+        final long deadline;
+        volatile int state;
+
+        Waiter(int fd, long deadline) {
+            this.fd = fd;
+            this.deadline = deadline;
+        }
+    }
+
     private final int epfd;
-    /** The futures waiting for each descriptor; guarded by {@link #lock}. */
-    private final Map<Integer, List<CompletableFuture<Void>>> waiters = new HashMap<>();
+    /** The loop's own descriptor in the set: written to end its {@code epoll_wait} early. */
+    private final int wakeFd;
+    /** The waiters of each descriptor; guarded by {@link #lock}. */
+    private final Map<Integer, List<Waiter>> waiters = new HashMap<>();
+    /** When the loop wakes at the latest ({@link System#nanoTime()}); guarded by {@link #lock}. */
+    private long plannedWake = Long.MAX_VALUE;
     /** A lock a virtual thread may wait for without pinning its carrier (Java 22 and 23 pin in synchronized). */
     private final ReentrantLock lock = new ReentrantLock();
-    /** Scratch for epoll_ctl's event, used under {@link #lock}. */
+    /** Scratch for epoll_ctl's event and the eventfd's counter, used under {@link #lock}. */
     private final MemorySegment ctlEvent = Arena.global().allocate(EVENT_SIZE, 8);
     private final MemorySegment ctlErrno = Arena.global().allocate(Native.CAPTURE_LAYOUT);
+    private final MemorySegment one = Arena.global().allocate(ValueLayout.JAVA_LONG, 1);
 
     private EventLoop() {
         epfd = Native.call(c -> {
@@ -75,6 +112,20 @@ final class EventLoop {
             }
             return fd;
         });
+        wakeFd = Native.call(c -> {
+            int fd = (int) EVENTFD.invokeExact(c.errno(), 0, EFD_CLOEXEC | EFD_NONBLOCK);
+            if (fd < 0) {
+                throw Native.fail("eventfd", c.lastErrno(), Native.NO_HINT);
+            }
+            return fd;
+        });
+        ctlEvent.set(ValueLayout.JAVA_INT, 0, EPOLLIN); // level-triggered, not one-shot: drained by the loop
+        ctlEvent.set(ValueLayout.JAVA_LONG_UNALIGNED, DATA, wakeFd);
+        int e = ctl(EPOLL_CTL_ADD, wakeFd);
+        if (e != 0) {
+            throw Native.fail("epoll_ctl(eventfd)", e, Native.NO_HINT);
+        }
+        one.set(ValueLayout.JAVA_LONG, 0, 1);
         Thread t = Thread.ofPlatform().daemon().name("panama-verbs-events").unstarted(this::run);
         t.start();
         warmUp();
@@ -86,15 +137,12 @@ final class EventLoop {
      * meanwhile (a limit of the JVM), and thousands of first waits at once would all do so.
      */
     private static void warmUp() {
-        CompletableFuture<Void> f = new CompletableFuture<>();
-        try {
-            f.get(1, TimeUnit.NANOSECONDS);
-        } catch (TimeoutException | InterruptedException | ExecutionException expected) {
-            // TimeoutException: loaded now
-        }
-        f.complete(null);
-        f.join();
-        new ArrayList<CompletableFuture<Void>>().remove(f);
+        Waiter w = new Waiter(-1, 0);
+        List<Waiter> l = new ArrayList<>();
+        l.add(w);
+        l.remove(w);
+        LockSupport.unpark(Thread.currentThread());
+        LockSupport.park(w);
     }
 
     /**
@@ -108,54 +156,72 @@ final class EventLoop {
 
     /**
      * {@link Native#awaitReadable} for a virtual thread: parks until {@code fd} is readable, the
-     * deadline passes, or {@code open} turns false (checked every {@code sliceMillis}).
+     * deadline passes, or {@code open} turns false (checked when a resource closes).
      */
-    static boolean awaitReadable(int fd, long deadline, String what, BooleanSupplier open, int sliceMillis) {
-        return INSTANCE.await(fd, deadline, what, open, sliceMillis);
+    static boolean awaitReadable(int fd, long deadline, String what, BooleanSupplier open) {
+        return INSTANCE.await(fd, deadline, what, open);
     }
 
-    private boolean await(int fd, long deadline, String what, BooleanSupplier open, int sliceMillis) {
+    /** Wakes every waiting virtual thread, to check again whether what it waits on is open: a resource closed. */
+    static void wakeAll() {
+        INSTANCE.wakeEveryone();
+    }
+
+    private boolean await(int fd, long deadline, String what, BooleanSupplier open) {
+        Waiter w = new Waiter(fd, deadline);
         while (true) {
             if (!open.getAsBoolean()) {
                 throw new IllegalStateException(what + " was closed while a thread waited on it");
             }
-            long left = deadline - System.nanoTime();
-            CompletableFuture<Void> ready = new CompletableFuture<>();
-            arm(fd, ready, what);
-            try {
-                ready.get(Math.max(0, Math.min(left, TimeUnit.MILLISECONDS.toNanos(sliceMillis))), TimeUnit.NANOSECONDS);
-                return true;
-            } catch (TimeoutException e) {
-                forget(fd, ready);
-                if (System.nanoTime() - deadline >= 0) {
-                    return false;
+            w.state = Waiter.WAITING;
+            arm(w, what);
+            while (w.state == Waiter.WAITING) {
+                LockSupport.park(this);
+                if (Thread.interrupted()) {
+                    forget(w);
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting on " + what);
                 }
-            } catch (InterruptedException e) {
-                forget(fd, ready);
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while waiting on " + what, e);
-            } catch (ExecutionException e) {
-                throw new IllegalStateException(e.getCause());
+            }
+            if (w.state == Waiter.READABLE) {
+                return true;
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
             }
         }
     }
 
-    private void arm(int fd, CompletableFuture<Void> ready, String what) {
+    private void arm(Waiter w, String what) {
         lock.lock();
         try {
-            waiters.computeIfAbsent(fd, k -> new ArrayList<>()).add(ready);
+            waiters.computeIfAbsent(w.fd, k -> new ArrayList<>()).add(w);
             ctlEvent.set(ValueLayout.JAVA_INT, 0, EPOLLIN | EPOLLONESHOT);
-            ctlEvent.set(ValueLayout.JAVA_LONG_UNALIGNED, DATA, fd);
-            int e = ctl(EPOLL_CTL_MOD, fd);
+            ctlEvent.set(ValueLayout.JAVA_LONG_UNALIGNED, DATA, w.fd);
+            int e = ctl(EPOLL_CTL_MOD, w.fd);
             if (e == Errno.ENOENT) { // not in the set yet, or closed and its number reused since
-                e = ctl(EPOLL_CTL_ADD, fd);
+                e = ctl(EPOLL_CTL_ADD, w.fd);
             }
             if (e != 0) {
-                waiters.get(fd).remove(ready);
+                waiters.get(w.fd).remove(w);
                 throw Native.fail("epoll_ctl(" + what + ")", e, Native.NO_HINT);
+            }
+            if (w.deadline - plannedWake < 0) {
+                // the loop sleeps past this deadline: wake it to plan again
+                plannedWake = w.deadline;
+                kick();
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Ends the loop's epoll_wait (eventfd_write); under {@link #lock}. */
+    private void kick() {
+        try {
+            long unused = (long) WRITE.invokeExact(wakeFd, one, 8L);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
         }
     }
 
@@ -169,48 +235,99 @@ final class EventLoop {
         }
     }
 
-    private void forget(int fd, CompletableFuture<Void> ready) {
+    private void forget(Waiter w) {
         lock.lock();
         try {
-            List<CompletableFuture<Void>> l = waiters.get(fd);
+            List<Waiter> l = waiters.get(w.fd);
             if (l != null) {
-                l.remove(ready);
+                l.remove(w);
             }
         } finally {
             lock.unlock();
         }
     }
 
+    private void wakeEveryone() {
+        List<Waiter> wake = new ArrayList<>();
+        lock.lock();
+        try {
+            for (List<Waiter> l : waiters.values()) {
+                wake.addAll(l);
+            }
+            waiters.clear();
+        } finally {
+            lock.unlock();
+        }
+        wake(wake, Waiter.WOKEN);
+    }
+
+    private static void wake(List<Waiter> wake, int state) {
+        for (Waiter w : wake) {
+            w.state = state;
+            LockSupport.unpark(w.thread);
+        }
+        wake.clear();
+    }
+
     private void run() {
         MemorySegment events = Arena.global().allocate(EVENT_SIZE * BATCH, 8);
         MemorySegment errno = Arena.global().allocate(Native.CAPTURE_LAYOUT);
-        List<CompletableFuture<Void>> wake = new ArrayList<>();
+        MemorySegment counter = Arena.global().allocate(ValueLayout.JAVA_LONG, 1);
+        List<Waiter> readable = new ArrayList<>();
+        List<Waiter> due = new ArrayList<>();
         while (true) {
+            int millis;
+            lock.lock();
+            try {
+                // the waiters whose deadline came go; the loop sleeps until the next one's (at most a second)
+                long now = System.nanoTime();
+                long next = now + IDLE_NANOS;
+                for (List<Waiter> l : waiters.values()) {
+                    for (int i = l.size() - 1; i >= 0; i--) {
+                        Waiter w = l.get(i);
+                        if (w.deadline - now <= 0) {
+                            due.add(l.remove(i));
+                        } else if (w.deadline - next < 0) {
+                            next = w.deadline;
+                        }
+                    }
+                }
+                plannedWake = next;
+                millis = (int) Math.max(1, (next - now + 999_999) / 1_000_000);
+            } finally {
+                lock.unlock();
+            }
+            wake(due, Waiter.WOKEN);
             int n;
             try {
-                n = (int) EPOLL_WAIT.invokeExact(errno, epfd, events, BATCH, -1);
+                n = (int) EPOLL_WAIT.invokeExact(errno, epfd, events, BATCH, millis);
             } catch (Throwable t) {
                 throw Native.rethrow(t);
             }
-            if (n < 0) {
-                continue; // EINTR
+            if (n <= 0) {
+                continue; // timeout, or EINTR
             }
             lock.lock();
             try {
                 for (int i = 0; i < n; i++) {
                     int fd = (int) events.get(ValueLayout.JAVA_LONG_UNALIGNED, i * EVENT_SIZE + DATA);
-                    List<CompletableFuture<Void>> l = waiters.remove(fd);
+                    if (fd == wakeFd) {
+                        try {
+                            long unused = (long) READ.invokeExact(wakeFd, counter, 8L);
+                        } catch (Throwable t) {
+                            throw Native.rethrow(t);
+                        }
+                        continue;
+                    }
+                    List<Waiter> l = waiters.remove(fd);
                     if (l != null) {
-                        wake.addAll(l);
+                        readable.addAll(l);
                     }
                 }
             } finally {
                 lock.unlock();
             }
-            for (CompletableFuture<Void> f : wake) {
-                f.complete(null);
-            }
-            wake.clear();
+            wake(readable, Waiter.READABLE);
         }
     }
 }

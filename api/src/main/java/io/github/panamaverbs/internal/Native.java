@@ -192,18 +192,21 @@ public final class Native {
      * every {@value #POLL_SLICE_MILLIS} ms, so that closing the object wakes its waiters): {@code poll(2)},
      * so that no thread ever blocks forever in a verb that reads a file descriptor. A virtual thread
      * does not call {@code poll(2)}: it parks until the process's {@link EventLoop} sees the
-     * descriptor readable, and its carrier runs other virtual threads meanwhile.
+     * descriptor readable or its deadline comes, and its carrier runs other virtual threads
+     * meanwhile; it checks {@code open} again whenever a resource closes ({@link #wakeWaiters}).
      *
      * @return true if readable, false on timeout
      * @throws IllegalStateException naming {@code what} once {@code open} is false
      */
     public static boolean awaitReadable(int fd, long deadline, String what, BooleanSupplier open) {
-        if (Thread.currentThread().isVirtual()) {
-            // parked, not blocked in poll(2): the carrier runs other virtual threads meanwhile
-            return EventLoop.awaitReadable(fd, deadline, what, open, POLL_SLICE_MILLIS);
+        if (Thread.currentThread().isVirtual() && deadline - System.nanoTime() > 0) {
+            // parked, not blocked in poll(2): the carrier runs other virtual threads meanwhile (a look
+            // without waiting is a poll(2) of timeout 0, which does not block)
+            return EventLoop.awaitReadable(fd, deadline, what, open);
         }
-        return call(c -> {
-            MemorySegment pollfd = c.arena().allocate(8, 4); // struct pollfd { int fd; short events; short revents; }
+        WaitScratch scratch = waitScratch();
+        MemorySegment pollfd = scratch.pollfd;
+        try {
             while (true) {
                 if (!open.getAsBoolean()) {
                     throw new IllegalStateException(what + " was closed while a thread waited on it");
@@ -213,7 +216,7 @@ public final class Native {
                 pollfd.set(ValueLayout.JAVA_INT, 0, fd);
                 pollfd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
                 pollfd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
-                int rc = (int) POLL.invokeExact(c.errno(), pollfd, 1L, millis);
+                int rc = (int) POLL.invokeExact(scratch.errno, pollfd, 1L, millis);
                 if (rc > 0) {
                     return true;
                 }
@@ -223,17 +226,63 @@ public final class Native {
                     }
                     continue;
                 }
-                int e = c.lastErrno();
+                int e = errno(scratch.errno);
                 if (e != Errno.EINTR) {
                     throw fail("poll(" + what + ")", e, NO_HINT);
                 }
             }
-        });
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
+
+    /**
+     * A thread's memory for the system calls of a wait: {@code errno}'s capture, poll(2)'s
+     * {@code struct pollfd} and two result pointers (as {@code ibv_get_cq_event} fills), allocated
+     * once per thread, so that a wait, which may come once per message in an event-driven loop,
+     * allocates nothing and runs the same few lines each time. Used only between a wait's start and
+     * its return, by the waiting thread.
+     */
+    public static final class WaitScratch {
+        /** The errno capture segment: the first argument of a handle made by {@link #withErrno}. */
+        public final MemorySegment errno;
+        final MemorySegment pollfd;
+        /** Two pointer-sized results ({@code ibv_get_cq_event}'s CQ and context). */
+        public final MemorySegment out1;
+        public final MemorySegment out2;
+
+        private WaitScratch() {
+            MemorySegment all = Arena.ofAuto().allocate(64, 8);
+            errno = all.asSlice(0, CAPTURE_LAYOUT.byteSize());
+            pollfd = all.asSlice(32, 8, 4); // struct pollfd { int fd; short events; short revents; }
+            out1 = all.asSlice(40, 8, 8);
+            out2 = all.asSlice(48, 8, 8);
+        }
+    }
+
+    private static final ThreadLocal<WaitScratch> WAIT_SCRATCH = ThreadLocal.withInitial(WaitScratch::new);
+
+    /** This thread's {@link WaitScratch}. */
+    public static WaitScratch waitScratch() {
+        return WAIT_SCRATCH.get();
+    }
+
+    /**
+     * Wakes the virtual threads waiting in {@link #awaitReadable}, so that each checks again whether
+     * what it waits on is open: called when a resource closes. Nothing to do before the first wait.
+     */
+    public static void wakeWaiters() {
+        if (waitsPrepared) {
+            EventLoop.wakeAll();
+        }
+    }
+
+    private static volatile boolean waitsPrepared;
 
     /** Readies {@link #awaitReadable} for virtual threads (starts the {@link EventLoop}); called when a context opens. */
     public static void prepareWaits() {
         EventLoop.start();
+        waitsPrepared = true;
     }
 
     /** The deadline, in {@link System#nanoTime()} terms, {@code timeout} from now (saturating). */

@@ -106,19 +106,23 @@ public final class CompletionChannel extends Resource {
         };
         while (Native.awaitReadable(fd, deadline, toString(), open)) {
             MemorySegment ch = handle();
-            MemorySegment cqPtr = call(c -> {
-                MemorySegment cqOut = c.allocate(ADDRESS);
-                MemorySegment ctxOut = c.allocate(ADDRESS);
-                int rc = (int) GET_CQ_EVENT.invokeExact(c.errno(), ch, cqOut, ctxOut);
-                if (rc != 0 && c.lastErrno() == Errno.EAGAIN) {
-                    return MemorySegment.NULL; // another waiter took it
-                }
-                Native.checkStatus("ibv_get_cq_event", Native.NO_HINT, rc, c);
-                return cqOut.get(ADDRESS, 0);
-            });
-            if (cqPtr.address() == 0) {
-                continue;
+            Native.WaitScratch scratch = Native.waitScratch();
+            int rc;
+            try {
+                rc = (int) GET_CQ_EVENT.invokeExact(scratch.errno, ch, scratch.out1, scratch.out2);
+            } catch (IllegalStateException e) {
+                throw closed(e);
+            } catch (Throwable t) {
+                throw Native.rethrow(t);
             }
+            if (rc != 0) {
+                int errno = Native.errno(scratch.errno);
+                if (errno == Errno.EAGAIN) {
+                    continue; // another waiter took it
+                }
+                throw Native.fail("ibv_get_cq_event", errno, Native.NO_HINT);
+            }
+            MemorySegment cqPtr = scratch.out1.get(ADDRESS, 0);
             CompletionQueue cq = context.completionQueueAt(cqPtr.address());
             CompletionQueue.ackEvents(cqPtr, 1);
             if (cq == null) {

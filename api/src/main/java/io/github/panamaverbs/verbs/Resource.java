@@ -280,6 +280,7 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         for (Resource r : uses) {
             r.removeUser(this);
         }
+        Native.wakeWaiters(); // a virtual thread waiting on it (or on what it belonged to) finds it closed
     }
 
     /**

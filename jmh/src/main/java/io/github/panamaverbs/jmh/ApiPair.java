@@ -1,6 +1,7 @@
 package io.github.panamaverbs.jmh;
 
 import io.github.panamaverbs.verbs.AccessFlag;
+import io.github.panamaverbs.verbs.CompletionChannel;
 import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
@@ -29,9 +30,21 @@ final class ApiPair implements AutoCloseable {
     final QueuePair b;
     final MemoryRegion mrA;
     final MemoryRegion mrB;
+    /** The completion queues' own channels ({@link #withEvents}); null otherwise. */
+    final CompletionChannel chA;
+    final CompletionChannel chB;
 
     ApiPair(long size) {
         this(size, false);
+    }
+
+    /** Each completion queue with a completion channel of its own, as C's {@code pvb_pair_open_events}. */
+    static ApiPair withEvents(long size) {
+        return new ApiPair(size, false, true);
+    }
+
+    ApiPair(long size, boolean extended) {
+        this(size, extended, false);
     }
 
     /**
@@ -39,12 +52,14 @@ final class ApiPair implements AutoCloseable {
      *                 writes and sends through {@link QueuePair#sendBatch()}, as C's
      *                 {@code pvb_pair_open_ex}
      */
-    ApiPair(long size, boolean extended) {
+    private ApiPair(long size, boolean extended, boolean events) {
         Rdma dev = Rdma.DEVICE;
         ctx = dev.open();
         pd = ctx.allocateProtectionDomain();
-        cqA = extended ? ctx.createCompletionQueue(1024, WcField.STANDARD, null, 0) : ctx.createCompletionQueue(1024);
-        cqB = extended ? ctx.createCompletionQueue(1024, WcField.STANDARD, null, 0) : ctx.createCompletionQueue(1024);
+        chA = events ? ctx.createCompletionChannel() : null;
+        chB = events ? ctx.createCompletionChannel() : null;
+        cqA = extended ? ctx.createCompletionQueue(1024, WcField.STANDARD, chA, 0) : events ? ctx.createCompletionQueue(1024, chA, 0) : ctx.createCompletionQueue(1024);
+        cqB = extended ? ctx.createCompletionQueue(1024, WcField.STANDARD, chB, 0) : events ? ctx.createCompletionQueue(1024, chB, 0) : ctx.createCompletionQueue(1024);
         Set<SendOpcode> ops = extended ? EnumSet.of(SendOpcode.RDMA_WRITE, SendOpcode.SEND) : null;
         a = pd.createQueuePair(init(cqA, ops));
         b = pd.createQueuePair(init(cqB, ops));
@@ -84,6 +99,10 @@ final class ApiPair implements AutoCloseable {
         mrA.close();
         cqB.close();
         cqA.close();
+        if (chA != null) {
+            chB.close();
+            chA.close();
+        }
         pd.close();
         ctx.close();
     }

@@ -365,6 +365,10 @@ public final class BenchMain {
                         p == null ? Double.NaN : p[0] * 1000, bytesPerOp(jk) / 2, Double.NaN, "ns"));
             }
         }
+        row("event-driven send ping-pong 4096 B, round trip: CompletionQueue.await", "main:EventPingPong.send",
+                "main:EventPingPong.c", "ns");
+        row("event-driven send ping-pong 4096 B, round trip: await in a virtual thread", "main:EventPingPong.sendVirtual",
+                "main:EventPingPong.c", "ns");
         double[] bw = perf.get("ib_write_bw:64");
         rows.add(new Row("64 B writes, chains of " + MessageRate.BATCH + ", per message", score("main:MessageRate.api"),
                 score("main:MessageRate.c"), bw == null ? Double.NaN : 1000 / bw[0], bytesPerOp("main:MessageRate.api"),

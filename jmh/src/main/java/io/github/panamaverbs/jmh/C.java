@@ -33,6 +33,8 @@ public final class C {
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
     static final MethodHandle PAIR_OPEN_EX = LINKER.downcallHandle(find("pvb_pair_open_ex"),
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
+    static final MethodHandle PAIR_OPEN_EVENTS = LINKER.downcallHandle(find("pvb_pair_open_events"),
+            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_INT));
     static final MethodHandle PAIR_CLOSE = LINKER.downcallHandle(find("pvb_pair_close"),
             FunctionDescriptor.ofVoid(ADDRESS));
     static final MethodHandle PAIR_GET = LINKER.downcallHandle(find("pvb_pair_get"),
@@ -55,6 +57,12 @@ public final class C {
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
     static final MethodHandle PINGPONG_SEND = LINKER.downcallHandle(find("pvb_pingpong_send"),
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
+    static final MethodHandle ECHO_START = LINKER.downcallHandle(find("pvb_event_echo_start"),
+            FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT));
+    static final MethodHandle PINGPONG_EVENT = LINKER.downcallHandle(find("pvb_pingpong_event"),
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
+    static final MethodHandle ECHO_STOP = LINKER.downcallHandle(find("pvb_event_echo_stop"),
+            FunctionDescriptor.of(JAVA_INT, ADDRESS));
 
     private C() {
     }
@@ -110,7 +118,8 @@ public final class C {
      * Two connected RC queue pairs opened by C ({@code pvb_pair_open}), each with its own CQ and
      * registered buffer: what the C loops and the raw-bindings benchmarks use; extended ones
      * ({@code pvb_pair_open_ex}: {@code ibv_create_cq_ex} and {@code ibv_create_qp_ex}) for the
-     * {@code pvb_ex_*} loops.
+     * {@code pvb_ex_*} loops; or each completion queue with a completion channel of its own
+     * ({@code pvb_pair_open_events}) for {@code pvb_pingpong_event}.
      */
     static final class Pair implements AutoCloseable {
         final MemorySegment pair;
@@ -126,9 +135,17 @@ public final class C {
         }
 
         Pair(Rdma device, long size, int maxInline, boolean extended) {
+            this(device, size, maxInline, extended ? PAIR_OPEN_EX : PAIR_OPEN);
+        }
+
+        /** The pair of {@code pvb_pair_open_events}: each completion queue with its own channel. */
+        static Pair withEvents(Rdma device, long size) {
+            return new Pair(device, size, 0, PAIR_OPEN_EVENTS);
+        }
+
+        private Pair(Rdma device, long size, int maxInline, MethodHandle open) {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment name = a.allocateFrom(device.name == null ? "" : device.name);
-                MethodHandle open = extended ? PAIR_OPEN_EX : PAIR_OPEN;
                 pair = (MemorySegment) open.invokeExact(name, device.port, device.gidIndex, size, maxInline);
                 if (pair.address() == 0) {
                     MemorySegment msg = (MemorySegment) LAST_ERROR.invokeExact();

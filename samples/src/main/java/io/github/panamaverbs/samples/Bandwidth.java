@@ -240,6 +240,9 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
             throw new SampleException("Couldn't create QP (tx depth " + txDepth + ", rx depth " + rxDepth + ", "
                     + inline + " bytes of inline data): " + e.getMessage());
         }
+        if (!isServer && verb == Verb.WRITE) {
+            warmUp(qpContext, pd, mtu, half, access, all ? 2 : size);
+        }
         printBanner(out, ctx, port, mtu, isServer);
         // ctx_alloc_credit: [0] what the server writes from, [1] where the client's credit lands
         MemoryRegion credit = credits ? res.add(pd.allocateAndRegister(8, AccessFlag.REMOTE_WRITE)) : null;
@@ -259,7 +262,7 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         out.println(LINE);
         out.println(gbits ? HEADER_GB : HEADER_MB);
         out.flush();
-        Run run = new Run(qp, cq, mr, half, peer, ah, credit, creditCq);
+        Run run = new Run(qp, cq, mr, half, peer, ah, credit, creditCq, iters);
         StringBuilder json = new StringBuilder();
         if (verb == Verb.WRITE && isServer) {
             // The client writes for as long as it measures; its hand-shake ends the wait (or its death,
@@ -310,6 +313,43 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         return 0;
     }
 
+    /** Messages of one warm-up round. */
+    private static final int WARM_UP_ROUND = 2000;
+
+    /**
+     * The client's own loop ({@link Run#send}) on a second queue pair of the same device connected
+     * to itself, writing into the other half of its own buffer, in rounds of {@link #WARM_UP_ROUND}
+     * messages until the JIT has compiled it ({@link Common#untilCompiled}), before this side's first
+     * hand-shake: the server waits for it as for any slower start, and its clock starts on compiled
+     * code. Only the write-bw client (send-bw's server measures too, and a send to itself needs its
+     * receives); not on iWARP, whose queue pairs connect only through rdma_cm.
+     */
+    private void warmUp(Context ctx, ProtectionDomain pd, Mtu mtu, long half, EnumSet<AccessFlag> access, int n) {
+        if (!Common.warmUp() || ctx.device().transport() == TransportType.IWARP) {
+            return;
+        }
+        ConnectOptions co = connectOptions(mtu);
+        int gid = Common.loopbackGidIndex(ctx, ibPort, co.gidIndex());   // -R on RoCE: no -x, rdma_cm chose the GID
+        if (gid >= 0) {
+            co.gidIndex(gid);
+        }
+        try (Resources w = new Resources(); Arena arena = Arena.ofConfined()) {
+            MemoryRegion mr = w.add(pd.register(arena, arena.allocate(2 * half, 4096), access));
+            CompletionQueue cq = w.add(ctx.createCompletionQueue(txDepth));
+            QueuePair qp = w.add(pd.createQueuePair(new QpInitAttributes(type, cq, cq).maxSendWr(txDepth).maxRecvWr(1)
+                    .maxInlineData(inline)));
+            activate(qp, co);
+            PerftestLink.Key self = new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
+            qp.connect(self.endpoint(), co);
+            Run twin = new Run(qp, cq, mr, half, self, null, null, cq, Math.min(iters, WARM_UP_ROUND));
+            Common.untilCompiled(() -> twin.send(n));
+        } catch (RuntimeException e) {
+            // Only a warm-up: the measurement runs without it, and says so.
+            System.err.println(tool + ": warning: the warm-up on a queue pair connected to itself failed, measuring without it: "
+                    + e.getMessage());
+        }
+    }
+
     /** perftest's INC: a message's step in the cycle buffer, whole cache lines. */
     private static int inc(int n) {
         return n > CACHE_LINE ? (n + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE : CACHE_LINE;
@@ -334,8 +374,10 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         final PerftestLink.Key peer;
         final AddressHandle ah;
         final WorkCompletions wc = new WorkCompletions(POLL_BATCH);
-        final long[] posted = new long[iters];
-        final long[] completed = new long[iters];
+        /** Messages per size: the tool's {@code -n}, or a warm-up round's. */
+        final int iters;
+        final long[] posted;
+        final long[] completed;
         int lastSlot = -1;
         /** iWARP's receive credits (perftest's send_rcredit), or null. */
         final MemoryRegion credit;
@@ -350,7 +392,10 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
         final CompletionQueue creditCq;
 
         Run(QueuePair qp, CompletionQueue cq, MemoryRegion mr, long half, PerftestLink.Key peer, AddressHandle ah,
-                MemoryRegion credit, CompletionQueue creditCq) {
+                MemoryRegion credit, CompletionQueue creditCq, int iters) {
+            this.iters = iters;
+            this.posted = new long[iters];
+            this.completed = new long[iters];
             this.creditCq = creditCq;
             this.qp = qp;
             this.cq = cq;
@@ -412,6 +457,18 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
 
         /** perftest's run_iter_bw: returns this side's figures. */
         Report client(int n) {
+            long[] startEnd = send(n);
+            if (noPeak) {
+                return report(n, startEnd[0], startEnd[1], null, null);
+            }
+            return report(n, posted[0], completed[iters - 1], posted, completed);
+        }
+
+        /**
+         * The client's loop: {@link #iters} messages of {@code n} bytes, posted as the send queue
+         * allows and their completions polled; returns the start and end without the peak stamps.
+         */
+        long[] send(int n) {
             if (credit != null) {
                 CREDIT_WORD.setVolatile(credit.segment(), 4L, 0);   // the server counts this size's receives from 0
             }
@@ -486,10 +543,7 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                     }
                 }
             }
-            if (noPeak) {
-                return report(n, start, System.nanoTime(), null, null);
-            }
-            return report(n, posted[0], completed[iters - 1], posted, completed);
+            return new long[] {start, System.nanoTime()};
         }
 
         /** The server's receives for size {@code n}, in slot order round the cycle buffer. */

@@ -197,7 +197,7 @@ final class PingPong {
             // The warm-up runs where the peer waits for this side: a client's before it connects, a
             // server's once it has the client's address, before its answer (a C client does not retry
             // a refused connection, so the server listens first).
-            boolean warm = !events && ctx.device().transport() != TransportType.IWARP && Common.warmUp()
+            boolean warm = ctx.device().transport() != TransportType.IWARP && Common.warmUp()
                     && Common.loopbackGidIndex(ctx, ibPort, connectOptions.gidIndex()) == connectOptions.gidIndex();
             CompletionQueue cq = build(ctx, pd, res, arena, channel);
             if (events) {
@@ -322,8 +322,9 @@ final class PingPong {
      * device connected to itself, in the client's role, in rounds until the JIT has compiled it
      * ({@link Common#untilCompiled}), before the address exchange: the peer's clock then starts on
      * compiled code. Nothing of it reaches the peer, which waits for the exchange as for any slower
-     * start. Not with {@code -e} (the loop sleeps on events), nor on iWARP (no connect but rdma_cm's),
-     * nor on RoCE without {@code -g} (no connect at all).
+     * start. With {@code -e} the twin waits for events on a channel of its own, in a virtual thread with
+     * {@code --virtual}, as the measured loop will. Not on iWARP (no connect but rdma_cm's), nor on RoCE
+     * without {@code -g} (no connect at all).
      */
     private void warmUp(Context ctx, ProtectionDomain pd) {
         PingPong twin = new PingPong(kind);
@@ -336,8 +337,12 @@ final class PingPong {
         twin.timeout = timeout;
         twin.connectOptions = connectOptions;
         twin.dataOffset = dataOffset;
-        try (Resources res = new Resources(); Arena arena = Arena.ofConfined()) {
-            CompletionQueue cq = twin.build(ctx, pd, res, arena, null);
+        try (Resources res = new Resources(); Arena arena = Arena.ofShared()) {
+            CompletionChannel channel = events ? res.add(ctx.createCompletionChannel()) : null;
+            CompletionQueue cq = twin.build(ctx, pd, res, arena, channel);
+            if (events) {
+                cq.requestNotification(false);
+            }
             QueuePair qp = twin.qps.getFirst();
             RemoteEndpoint self = qp.localEndpoint(connectOptions);
             if (kind == Kind.UD) {
@@ -348,7 +353,7 @@ final class PingPong {
             } else {
                 qp.connect(self, connectOptions);
             }
-            Common.untilCompiled(() -> twin.loop(cq, null));
+            Common.untilCompiled(virtual ? () -> inVirtualThread(() -> twin.loop(cq, channel)) : () -> twin.loop(cq, channel));
         } catch (RuntimeException e) {
             // Only a warm-up: the measurement runs without it, and says so.
             System.err.println(kind.tool + ": warning: the warm-up on a queue pair connected to itself failed, measuring without it: "

@@ -60,7 +60,7 @@ final class Common {
 
     /**
      * Runs {@code round} (a tool's own loop, a few hundred iterations of it on a queue pair connected
-     * to itself) again until a round went by in which the JIT compiled nothing, or 8 s passed: the
+     * to itself) again until the JIT has compiled nothing for 300 ms of rounds, or 8 s passed: the
      * peer's clock then starts on compiled code, with no compiler thread competing for the CPU,
      * instead of on the interpreter (a measured loop of 1,000 iterations ends before the JIT has
      * compiled it, most of all on a slow or emulated CPU).
@@ -69,15 +69,25 @@ final class Common {
         boolean measurable = JIT != null && JIT.isCompilationTimeMonitoringSupported();
         long start = System.nanoTime();
         long compiled = measurable ? JIT.getTotalCompilationTime() : 0;
+        long changed = start;
         for (int i = 0; ; i++) {
             round.run();
+            long t = System.nanoTime();
             long now = measurable ? JIT.getTotalCompilationTime() : i;
-            if ((i > 0 && now == compiled) || (!measurable && i >= 8) || System.nanoTime() - start > WARM_UP_NANOS) {
+            if (now != compiled) {
+                compiled = now;
+                changed = t;
+            }
+            // quiet for a while, not for one round only: a compilation still running when a short
+            // round ends has not counted yet (C2 takes hundreds of ms for a loop on an emulated CPU)
+            if ((i > 0 && t - changed >= QUIET_NANOS) || (!measurable && i >= 8) || t - start > WARM_UP_NANOS) {
                 return;
             }
-            compiled = now;
         }
     }
+
+    /** How long the JIT must have compiled nothing for a warm-up to end. */
+    private static final long QUIET_NANOS = 300_000_000L;
 
     /**
      * Runs the accept path once before listening, on the device that has {@code address} (nothing

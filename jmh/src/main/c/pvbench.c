@@ -386,6 +386,37 @@ long pvb_pingpong_write(struct pvb_pair *p, long n, int size)
 	return n;
 }
 
+/* Checks k completions polled into wc: -1 if one failed, 1 if one of them is a receive, else 0. */
+static int saw_receive(const struct ibv_wc *wc, int k)
+{
+	int got = 0;
+	if (k < 0)
+		return -1;
+	for (int j = 0; j < k; j++) {
+		if (wc[j].status != IBV_WC_SUCCESS)
+			return -1;
+		if (wc[j].opcode == IBV_WC_RECV)
+			got = 1;
+	}
+	return got;
+}
+
+/* The send ping-pongs' requests: `size`-byte sends from the start of each side's buffer, receives
+ * of up to 8 KiB at offset 8192. */
+static void send_requests(struct pvb_pair *p, int size, struct ibv_sge *sge, struct ibv_sge *rsge,
+			  struct ibv_send_wr *wr, struct ibv_recv_wr *rwr)
+{
+	memset(wr, 0, 2 * sizeof *wr);
+	memset(rwr, 0, 2 * sizeof *rwr);
+	for (int s = 0; s < 2; s++) {
+		sge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s], .length = size, .lkey = p->mr[s]->lkey };
+		rsge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s] + 8192, .length = 8192, .lkey = p->mr[s]->lkey };
+		wr[s] = (struct ibv_send_wr) { .wr_id = 1, .sg_list = &sge[s], .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED };
+		rwr[s] = (struct ibv_recv_wr) { .wr_id = 2, .sg_list = &rsge[s], .num_sge = 1 };
+	}
+}
+
 /* n round trips of `size`-byte sends, one thread playing both sides (a sends, b receives and sends
  * back, a receives); one receive is always posted on each side (posted by the first call, for at
  * most 8 KiB). Returns n, or -1. */
@@ -395,35 +426,21 @@ long pvb_pingpong_send(struct pvb_pair *p, long n, int size)
 	struct ibv_send_wr wr[2], *bad;
 	struct ibv_recv_wr rwr[2], *rbad;
 	struct ibv_wc wc[4];
-	memset(wr, 0, sizeof wr);
-	memset(rwr, 0, sizeof rwr);
-	for (int s = 0; s < 2; s++) {
-		sge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s], .length = size, .lkey = p->mr[s]->lkey };
-		rsge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s] + 8192, .length = 8192, .lkey = p->mr[s]->lkey };
-		wr[s] = (struct ibv_send_wr) { .wr_id = 1, .sg_list = &sge[s], .num_sge = 1, .opcode = IBV_WR_SEND,
-			.send_flags = IBV_SEND_SIGNALED };
-		rwr[s] = (struct ibv_recv_wr) { .wr_id = 2, .sg_list = &rsge[s], .num_sge = 1 };
+	send_requests(p, size, sge, rsge, wr, rwr);
+	for (int s = 0; s < 2; s++)
 		if (!p->receives && ibv_post_recv(p->qp[s], &rwr[s], &rbad))
 			return -1;
-	}
 	p->receives = 1;
 	for (long i = 0; i < n; i++) {
 		for (int s = 0; s < 2; s++) {
 			if (ibv_post_send(p->qp[s], &wr[s], &bad))
 				return -1;
 			/* the peer waits for its receive (consuming send completions on the way) */
-			int got = 0, k;
-			while (!got) {
-				k = ibv_poll_cq(p->cq[1 - s], 4, wc);
-				if (k < 0)
-					return -1;
-				for (int j = 0; j < k; j++) {
-					if (wc[j].status != IBV_WC_SUCCESS)
-						return -1;
-					if (wc[j].opcode == IBV_WC_RECV)
-						got = 1;
-				}
-			}
+			int got;
+			while (!(got = saw_receive(wc, ibv_poll_cq(p->cq[1 - s], 4, wc))))
+				;
+			if (got < 0)
+				return -1;
 			if (ibv_post_recv(p->qp[1 - s], &rwr[1 - s], &rbad))
 				return -1;
 		}
@@ -458,33 +475,21 @@ static int await_receive_event(struct ibv_cq *cq, struct ibv_comp_channel *ch)
 				k = ibv_poll_cq(cq, 4, wc);
 			}
 		}
-		if (k < 0)
+		if ((got = saw_receive(wc, k)) < 0)
 			return -1;
-		for (int j = 0; j < k; j++) {
-			if (wc[j].status != IBV_WC_SUCCESS)
-				return -1;
-			if (wc[j].opcode == IBV_WC_RECV)
-				got = 1;
-		}
 	}
 	return 0;
 }
 
-/* The two sides' requests of the event-driven ping-pong: `size`-byte sends from the start of each
- * buffer, receives of up to 8 KiB at offset 8192; posts one receive on each side. 0, or -1. */
+/* send_requests, and one receive posted on each side. 0, or -1. */
 static int event_requests(struct pvb_pair *p, int size, struct ibv_sge *sge, struct ibv_sge *rsge,
 			  struct ibv_send_wr *wr, struct ibv_recv_wr *rwr)
 {
 	struct ibv_recv_wr *rbad;
-	for (int s = 0; s < 2; s++) {
-		sge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s], .length = size, .lkey = p->mr[s]->lkey };
-		rsge[s] = (struct ibv_sge) { .addr = (uintptr_t) p->buf[s] + 8192, .length = 8192, .lkey = p->mr[s]->lkey };
-		wr[s] = (struct ibv_send_wr) { .wr_id = 1, .sg_list = &sge[s], .num_sge = 1, .opcode = IBV_WR_SEND,
-			.send_flags = IBV_SEND_SIGNALED };
-		rwr[s] = (struct ibv_recv_wr) { .wr_id = 2, .sg_list = &rsge[s], .num_sge = 1 };
+	send_requests(p, size, sge, rsge, wr, rwr);
+	for (int s = 0; s < 2; s++)
 		if (ibv_post_recv(p->qp[s], &rwr[s], &rbad))
 			return -1;
-	}
 	return 0;
 }
 

@@ -74,7 +74,8 @@ public final class CompletionChannel extends Resource {
 
     /**
      * Waits for the next completion event ({@code ibv_get_cq_event}) and acknowledges it
-     * ({@code ibv_ack_cq_events}), never longer than {@code timeout}. Notification is one-shot: call
+     * ({@code ibv_ack_cq_events}, batched: every 32 events of a queue, and the rest before the queue
+     * is destroyed), never longer than {@code timeout}. Notification is one-shot: call
      * {@link CompletionQueue#requestNotification(boolean)} again before polling, to not miss the
      * next completion. Several threads may wait: each event goes to one of them, and the others go
      * on waiting until their own timeouts (the channel's file descriptor is non-blocking).
@@ -124,8 +125,10 @@ public final class CompletionChannel extends Resource {
             }
             MemorySegment cqPtr = scratch.out1.get(ADDRESS, 0);
             CompletionQueue cq = context.completionQueueAt(cqPtr.address());
-            CompletionQueue.ackEvents(cqPtr, 1);
-            if (cq == null) {
+            if (cq != null) {
+                cq.eventRead(cqPtr);
+            } else {
+                CompletionQueue.ackEvents(cqPtr, 1);
                 throw new IllegalStateException("completion event for an unknown completion queue at 0x"
                         + Long.toHexString(cqPtr.address()));
             }

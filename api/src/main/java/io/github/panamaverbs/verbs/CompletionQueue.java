@@ -73,8 +73,17 @@ public final class CompletionQueue extends Resource {
     private static final long STATUS = ibv_cq_ex.status$offset();
     private static final long WR_ID = ibv_cq_ex.wr_id$offset();
 
+    /** Completion events acknowledged together ({@code ibv_ack_cq_events} takes a lock in libibverbs). */
+    static final int ACK_BATCH = 32;
+
     private final Context context;
     private final CompletionChannel channel;
+    /** Guards {@link #unacked} and {@link #destroying}. */
+    private final Object events = new Object();
+    /** Events of this queue read from its channel and not yet acknowledged. */
+    private int unacked;
+    /** Set while {@code ibv_destroy_cq} runs: it waits until every event read is acknowledged. */
+    private boolean destroying;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
 
@@ -721,6 +730,26 @@ public final class CompletionQueue extends Resource {
                 c -> (int) RESIZE.invokeExact(c.errno(), cq, entries));
     }
 
+    /**
+     * Counts an event of this queue read from its channel ({@code cq} is its C struct), and
+     * acknowledges the events counted every {@link #ACK_BATCH} (and all of them before the queue is
+     * destroyed, which waits for that), as libibverbs advises for a busy channel.
+     */
+    void eventRead(MemorySegment cq) {
+        int n = 0;
+        synchronized (events) {
+            if (destroying) {
+                n = 1; // ibv_destroy_cq is waiting for this one
+            } else if (++unacked == ACK_BATCH) {
+                n = unacked;
+                unacked = 0;
+            }
+        }
+        if (n > 0) {
+            ackEvents(cq, n);
+        }
+    }
+
     /** {@code ibv_ack_cq_events}. */
     static void ackEvents(MemorySegment cq, int n) {
         try {
@@ -732,8 +761,24 @@ public final class CompletionQueue extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
-        Native.check("ibv_destroy_cq", e -> e == Errno.EBUSY ? "a queue pair still reports to it" : null,
-                c -> (int) DESTROY.invokeExact(c.errno(), address));
+        int n;
+        synchronized (events) {
+            destroying = true;
+            n = unacked;
+            unacked = 0;
+        }
+        if (n > 0) {
+            ackEvents(address, n);
+        }
+        try {
+            Native.check("ibv_destroy_cq", e -> e == Errno.EBUSY ? "a queue pair still reports to it" : null,
+                    c -> (int) DESTROY.invokeExact(c.errno(), address));
+        } catch (RuntimeException | Error e) {
+            synchronized (events) {
+                destroying = false; // it stays open: later events are counted again
+            }
+            throw e;
+        }
         context.unregister(address.address());
     }
 

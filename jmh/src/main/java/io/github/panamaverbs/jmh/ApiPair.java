@@ -12,6 +12,7 @@ import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.WcField;
+import io.github.panamaverbs.verbs.WcOpcode;
 import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
 import java.util.EnumSet;
@@ -89,6 +90,18 @@ final class ApiPair implements AutoCloseable {
             }
         }
         return n;
+    }
+
+    /** Checks the {@code n} completions polled into {@code wc}: whether one is a receive; fails on an error status. */
+    static boolean sawReceive(WorkCompletions wc, int n) {
+        boolean got = false;
+        for (int i = 0; i < n; i++) {
+            if (wc.status(i) != WcStatus.SUCCESS) {
+                throw new IllegalStateException("completion failed: " + wc.status(i));
+            }
+            got |= wc.opcode(i) == WcOpcode.RECV;
+        }
+        return got;
     }
 
     @Override

@@ -4,8 +4,6 @@ import io.github.panamaverbs.verbs.CompletionQueue;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
-import io.github.panamaverbs.verbs.WcOpcode;
-import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -160,22 +158,10 @@ public class EventPingPong {
      * {@code patient} says so (the echo between JMH's iterations).
      */
     static void awaitReceive(CompletionQueue cq, WorkCompletions wc, java.util.function.BooleanSupplier patient) {
-        boolean got = false;
-        while (!got) {
-            int n = cq.await(wc, TIMEOUT);
-            if (n == 0) {
-                if (patient.getAsBoolean()) {
-                    continue;
-                }
+        int n;
+        while (!ApiPair.sawReceive(wc, n = cq.await(wc, TIMEOUT))) {
+            if (n == 0 && !patient.getAsBoolean()) {
                 throw new IllegalStateException("no completion in " + TIMEOUT);
-            }
-            for (int i = 0; i < n; i++) {
-                if (wc.status(i) != WcStatus.SUCCESS) {
-                    throw new IllegalStateException("completion failed: " + wc.status(i));
-                }
-                if (wc.opcode(i) == WcOpcode.RECV) {
-                    got = true;
-                }
             }
         }
     }

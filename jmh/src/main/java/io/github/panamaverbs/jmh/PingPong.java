@@ -5,8 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import io.github.panamaverbs.verbs.ReceiveRequest;
 import io.github.panamaverbs.verbs.SendOpcode;
 import io.github.panamaverbs.verbs.SendRequest;
-import io.github.panamaverbs.verbs.WcOpcode;
-import io.github.panamaverbs.verbs.WcStatus;
 import io.github.panamaverbs.verbs.WorkCompletions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -113,17 +111,8 @@ public class PingPong {
     }
 
     private static void awaitReceive(io.github.panamaverbs.verbs.CompletionQueue cq, WorkCompletions wc) {
-        boolean got = false;
-        while (!got) {
-            int n = cq.poll(wc);
-            for (int i = 0; i < n; i++) {
-                if (wc.status(i) != WcStatus.SUCCESS) {
-                    throw new IllegalStateException("completion failed: " + wc.status(i));
-                }
-                if (wc.opcode(i) == WcOpcode.RECV) {
-                    got = true;
-                }
-            }
+        while (!ApiPair.sawReceive(wc, cq.poll(wc))) {
+            Thread.onSpinWait();
         }
     }
 

@@ -162,6 +162,12 @@ class VirtualThreadIT {
         return at < 0 ? "unmounted" : s.substring(at + 1);
     }
 
+    /** The README's example: a virtual thread woken by the completion event of a send's receive. */
+    @Test
+    void theReadmeExampleReceivesInAVirtualThread(TestDevice dev) throws Exception {
+        assertEquals("woken by a completion event", VirtualThreadExampleTest.example(dev.name(), dev.gidIndex()));
+    }
+
     @Test
     void aVirtualThreadsWaitTimesOutInTime(TestDevice dev) throws Exception {
         try (Context ctx = dev.open(); CompletionChannel ch = ctx.createCompletionChannel()) {

@@ -175,6 +175,18 @@ final class EventLoop {
             }
             w.state = Waiter.WAITING;
             arm(w, what);
+            // again, now that it is armed: a close between the check above and the arming woke no one
+            boolean stillOpen;
+            try {
+                stillOpen = open.getAsBoolean();
+            } catch (RuntimeException e) {
+                forget(w);
+                throw e;
+            }
+            if (!stillOpen) {
+                forget(w);
+                throw new IllegalStateException(what + " was closed while a thread waited on it");
+            }
             while (w.state == Waiter.WAITING) {
                 LockSupport.park(this);
                 if (Thread.interrupted()) {

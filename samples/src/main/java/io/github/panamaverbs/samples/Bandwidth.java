@@ -342,7 +342,7 @@ final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
             PerftestLink.Key self = new PerftestLink.Key(qp.localEndpoint(co), 1, mr.rkey(), mr.address() + half);
             qp.connect(self.endpoint(), co);
             Run twin = new Run(qp, cq, mr, half, self, null, null, cq, Math.min(iters, WARM_UP_ROUND));
-            Common.untilCompiled(() -> twin.send(n));
+            Common.untilCompiled(() -> twin.send(n), timeout);
         } catch (RuntimeException e) {
             // Only a warm-up: the measurement runs without it, and says so.
             System.err.println(tool + ": warning: the warm-up on a queue pair connected to itself failed, measuring without it: "

@@ -22,6 +22,7 @@ import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.List;
 import java.util.stream.Collectors;
 
@@ -60,12 +61,16 @@ final class Common {
 
     /**
      * Runs {@code round} (a tool's own loop, a few hundred iterations of it on a queue pair connected
-     * to itself) again until the JIT has compiled nothing for 300 ms of rounds, or 8 s passed: the
+     * to itself) again until the JIT has compiled nothing for 300 ms of rounds, or 8 s (a quarter of
+     * {@code peerTimeout}, if less) passed: the
      * peer's clock then starts on compiled code, with no compiler thread competing for the CPU,
      * instead of on the interpreter (a measured loop of 1,000 iterations ends before the JIT has
      * compiled it, most of all on a slow or emulated CPU).
      */
-    static void untilCompiled(Runnable round) {
+    static void untilCompiled(Runnable round, Duration peerTimeout) {
+        // the peer waits meanwhile, and gives up after its --timeout (the same as this side's, as a
+        // rule): stop well before that, compiled or not
+        long limit = Math.min(WARM_UP_NANOS, peerTimeout.toNanos() / 4);
         boolean measurable = JIT != null && JIT.isCompilationTimeMonitoringSupported();
         long start = System.nanoTime();
         long compiled = measurable ? JIT.getTotalCompilationTime() : 0;
@@ -80,7 +85,7 @@ final class Common {
             }
             // quiet for a while, not for one round only: a compilation still running when a short
             // round ends has not counted yet (C2 takes hundreds of ms for a loop on an emulated CPU)
-            if ((i > 0 && t - changed >= QUIET_NANOS) || (!measurable && i >= 8) || t - start > WARM_UP_NANOS) {
+            if ((i > 0 && t - changed >= QUIET_NANOS) || (!measurable && i >= 8) || t - start > limit) {
                 return;
             }
         }

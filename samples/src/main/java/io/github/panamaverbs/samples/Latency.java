@@ -308,7 +308,7 @@ final class Latency extends PerftestTool<Latency.Verb> {
                 } else {
                     measure(qp, cq, mr, n, n, self, true, WARM_UP_ROUND);
                 }
-            });
+            }, timeout);
         } catch (RuntimeException e) {
             // Only a warm-up: the measurement runs without it, and says so.
             System.err.println(tool + ": warning: the warm-up on a queue pair connected to itself failed, measuring without it: "

@@ -353,7 +353,8 @@ final class PingPong {
             } else {
                 qp.connect(self, connectOptions);
             }
-            Common.untilCompiled(virtual ? () -> inVirtualThread(() -> twin.loop(cq, channel)) : () -> twin.loop(cq, channel));
+            Common.untilCompiled(virtual ? () -> inVirtualThread(() -> twin.loop(cq, channel)) : () -> twin.loop(cq, channel),
+                    timeout);
         } catch (RuntimeException e) {
             // Only a warm-up: the measurement runs without it, and says so.
             System.err.println(kind.tool + ": warning: the warm-up on a queue pair connected to itself failed, measuring without it: "

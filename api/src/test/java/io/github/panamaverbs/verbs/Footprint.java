@@ -66,6 +66,27 @@ record Footprint(Map<String, Integer> rdma, int fds, long rssKiB) {
         }
     }
 
+    /**
+     * The open file descriptors of this process that belong to the RDMA stack: those whose link
+     * names {@code infiniband} ({@code /dev/infiniband/uverbsN}, {@code /dev/infiniband/rdma_cm}, the
+     * {@code anon_inode:[infinibandevent]} of async events and completion channels). Unlike
+     * {@link #openFds()}, not moved by other parts of the JVM, such as a finished child process's pipes
+     * closed whenever the GC runs.
+     */
+    static int openRdmaFds() {
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            return (int) fds.filter(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).toString().contains("infiniband");
+                } catch (IOException e) {
+                    return false; // closed meanwhile (e.g. the listing's own descriptor)
+                }
+            }).count();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** {@code VmRSS} of {@code /proc/self/status}, in KiB. */
     static long currentRssKiB() {
         try {

@@ -871,7 +871,7 @@ class ReliabilityIT {
         };
         create.get().close(); // once without failing: every class is loaded (and every jar open) before counting
         Map<String, Integer> parents = Footprint.rdma(dev.name());
-        int fds = Footprint.openFds();
+        int fds = Footprint.openRdmaFds();
         Resource.afterCreateHook = r -> {
             if (kind.type.isInstance(r)) {
                 throw injected;
@@ -885,7 +885,7 @@ class ReliabilityIT {
         }
         assertSame(injected, thrown, "the constructor's own exception reaches the caller");
         Map<String, Integer> during = Footprint.rdma(dev.name());
-        int fdsDuring = Footprint.openFds();
+        int fdsDuring = Footprint.openRdmaFds();
         // The same call works once nothing fails, and its object closes.
         create.get().close();
         if (cq != null) {
@@ -903,7 +903,7 @@ class ReliabilityIT {
                 : kind.counted + " " + parents.get(kind.counted) + " -> " + during.get(kind.counted)) + ") and its parents closed");
         assertEquals(parents, during, "the device's objects right after the failed constructor");
         if (kind == Created.CONTEXT || kind == Created.COMPLETION_CHANNEL) { // each has file descriptors of its own
-            assertEquals(fds, fdsDuring, "open file descriptors right after the failed constructor");
+            assertEquals(fds, fdsDuring, "open RDMA file descriptors right after the failed constructor");
         }
         assertEquals(before, after, "the device's objects at the end");
     }

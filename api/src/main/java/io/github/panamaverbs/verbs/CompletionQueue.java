@@ -62,12 +62,12 @@ public final class CompletionQueue extends Resource {
 
     private static final FunctionDescriptor OF_CQ = FunctionDescriptor.ofVoid(ADDRESS);
     private static final MethodHandle START_POLL = DataPath.handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-    private static final MethodHandle NEXT_POLL = DataPath.handle(FunctionDescriptor.of(JAVA_INT, ADDRESS));
-    private static final MethodHandle END_POLL = DataPath.handle(OF_CQ);
-    private static final MethodHandle READ_INT = DataPath.handle(OF_CQ.changeReturnLayout(JAVA_INT));
-    private static final MethodHandle READ_BYTE = DataPath.handle(OF_CQ.changeReturnLayout(JAVA_BYTE));
-    private static final MethodHandle READ_SHORT = DataPath.handle(OF_CQ.changeReturnLayout(JAVA_SHORT));
-    private static final MethodHandle READ_LONG = DataPath.handle(OF_CQ.changeReturnLayout(JAVA_LONG));
+    private static final MethodHandle NEXT_POLL = DataPath.pollHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle END_POLL = DataPath.pollHandle(OF_CQ);
+    private static final MethodHandle READ_INT = DataPath.pollHandle(OF_CQ.changeReturnLayout(JAVA_INT));
+    private static final MethodHandle READ_BYTE = DataPath.pollHandle(OF_CQ.changeReturnLayout(JAVA_BYTE));
+    private static final MethodHandle READ_SHORT = DataPath.pollHandle(OF_CQ.changeReturnLayout(JAVA_SHORT));
+    private static final MethodHandle READ_LONG = DataPath.pollHandle(OF_CQ.changeReturnLayout(JAVA_LONG));
     /** struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *) */
     private static final MethodHandle CREATE_EX = Native.withErrno(FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
     private static final long STATUS = ibv_cq_ex.status$offset();
@@ -289,7 +289,9 @@ public final class CompletionQueue extends Resource {
         Objects.requireNonNull(batch, "batch");
         int n;
         try {
-            n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment);
+            n = fields == null
+                    ? (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment)
+                    : (int) DataPath.POLL_CQ_EX.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment);
         } catch (IllegalStateException e) {
             throw isOpen() && !batch.segment.scope().isAlive()
                     ? new IllegalStateException("the memory of the WorkCompletions batch has been freed (its arena is closed)", e)

@@ -21,19 +21,39 @@ import java.lang.invoke.MethodHandle;
  * argument; each queue pair and completion queue resolves its pointers once, when it is created
  * ({@link #op(Context, long)}), never per call.
  *
- * <p>They are plain downcalls by default. {@link Linker.Option#critical(boolean) Critical} downcalls
- * (no thread-state transition; {@code -Dpanamaverbs.critical=true}) were measured with JMH on rxe
- * and kept off: an empty poll was within noise of the plain call, but a 64-byte RDMA write posted
- * and polled to completion took 370 µs with critical calls against 61 µs without (C: 68 µs). rxe's
- * post rings its doorbell with a system call; why that is slower from a critical call was not found.
+ * <p>A classic completion queue's {@code poll_cq}, and an extended queue's {@code next_poll},
+ * {@code end_poll} and read accessors, are {@link Linker.Option#critical(boolean) critical}
+ * downcalls: no thread-state transition, which on the host CPU took a poll from 22.6 to 15.0 ns
+ * (JMH {@code CallShapes}, the typed API's argument shapes). Providers poll in user space (a ring
+ * in memory shared with the device or the kernel) with no system call or callback, which a critical
+ * call requires, and none of these calls waits for a lock that a thread can hold while it runs
+ * Java code (see {@link #POLL_CQ_EX}). Posts, {@code ibv_start_poll} and {@code req_notify_cq}
+ * stay plain downcalls: rxe's post rings its doorbell and its notify arms the queue with a system
+ * call, and a 64-byte RDMA write posted and polled to completion took 370 µs with every data-path
+ * call critical against 61 µs with none (JMH on rxe; C: 68 µs). {@code -Dpanamaverbs.critical=none}
+ * makes every call plain, {@code all} (or {@code true}) every one critical; {@code poll} is the
+ * default; {@code all} is for measuring only, as it makes {@code ibv_start_poll} critical too.
  */
 final class DataPath {
-    static final boolean CRITICAL = Boolean.getBoolean("panamaverbs.critical");
+    /** -Dpanamaverbs.critical: {@code poll} (the default), {@code all} (or {@code true}), {@code none} (or {@code false}). */
+    private static final String MODE = mode(System.getProperty("panamaverbs.critical", "poll"));
+    /** Whether the posts and req_notify_cq are critical downcalls. */
+    static final boolean CRITICAL = MODE.equals("all");
+    /** Whether the completion queue's polls and reads are critical downcalls. */
+    static final boolean CRITICAL_POLL = !MODE.equals("none");
 
     /** int (*post_send / post_recv / post_srq_recv)(qp_or_srq, wr, bad_wr) */
     static final MethodHandle POST = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
     /** int (*poll_cq)(struct ibv_cq *, int num_entries, struct ibv_wc *) */
-    static final MethodHandle POLL_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+    static final MethodHandle POLL_CQ = pollHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+    /**
+     * The same for an extended queue: a plain downcall, as its {@code ibv_start_poll}, which returns
+     * holding the queue's lock until {@code ibv_end_poll} (rxe, mlx5). A critical call spinning on
+     * that lock would keep its thread from a safepoint while the holder, running Java code between
+     * the two, waits at it: the JVM would hang. A plain call spins as native code, which a safepoint
+     * does not wait for.
+     */
+    static final MethodHandle POLL_CQ_EX = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
     /** int (*req_notify_cq)(struct ibv_cq *, int solicited_only) */
     static final MethodHandle REQ_NOTIFY_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
 
@@ -46,8 +66,28 @@ final class DataPath {
     private DataPath() {
     }
 
+    private static String mode(String value) {
+        return switch (value) {
+            case "true", "all" -> "all";
+            case "false", "none" -> "none";
+            case "poll" -> "poll";
+            default -> throw new IllegalArgumentException("-Dpanamaverbs.critical=" + value
+                    + ": expected poll (the default), all or none");
+        };
+    }
+
+    /** A downcall of a post (or another call that may enter the kernel): critical only with {@code all}. */
     static MethodHandle handle(FunctionDescriptor descriptor) {
-        return CRITICAL
+        return make(descriptor, CRITICAL);
+    }
+
+    /** A downcall of the completion queue's polls and reads: critical unless {@code none}. */
+    static MethodHandle pollHandle(FunctionDescriptor descriptor) {
+        return make(descriptor, CRITICAL_POLL);
+    }
+
+    private static MethodHandle make(FunctionDescriptor descriptor, boolean critical) {
+        return critical
                 ? Native.LINKER.downcallHandle(descriptor, Linker.Option.critical(false))
                 : Native.LINKER.downcallHandle(descriptor);
     }

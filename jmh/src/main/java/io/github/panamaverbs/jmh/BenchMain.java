@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,7 +26,8 @@ import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
  * Runs every benchmark (JMH, with the gc profiler), the C ping-pong timed in C, with {@code --critical}
- * a second pass of the poll and post benchmarks with {@code -Dpanamaverbs.critical=true}, with
+ * a second pass of the poll and post benchmarks with {@code -Dpanamaverbs.critical=none} (every
+ * data-path call a plain downcall, the polls included), with
  * {@code --jfr} one with a Flight Recorder recording on (the library's events enabled), and
  * perftest's {@code ib_write_lat}, {@code ib_send_lat}
  * and {@code ib_write_bw} on the same device; prints the table (Java, C, ratio, B/op) and writes
@@ -125,7 +127,7 @@ public final class BenchMain {
         }
         String dataPath = "PollEmpty\\.(api|raw)|WritePoll\\.(api|raw)";
         if (critical) {
-            jmh("crit", dataPath, "jmh-critical-on.json", "-Dpanamaverbs.critical=true");
+            jmh("crit", dataPath, "jmh-critical-off.json", "-Dpanamaverbs.critical=none");
         }
         if (jfr) {
             // the default settings plus the library's events (enabled by default): what an operator runs
@@ -201,9 +203,14 @@ public final class BenchMain {
     /**
      * The comparison users make: the Java tools ({@code samples/run}) against perftest's, each as a
      * server and client pair of processes on this device (as {@link #perftest}), 2 bytes, at
-     * perftest's default 1,000 iterations and at 100,000 (quick: write-lat at 200); and the 64-byte
-     * message rate of {@code write-bw} against {@code ib_write_bw}. Results: {@link #tools}, and
-     * both tools' output in tools.txt.
+     * perftest's default 1,000 iterations and at 100,000 (quick: write-lat at 200); the 64-byte
+     * message rate of {@code write-bw} against {@code ib_write_bw}; {@code rc-pingpong -e} against
+     * {@code ibv_rc_pingpong -e}. In {@link #TOOL_ROUNDS} rounds (quick: one), each round running
+     * every pair once, the Java tool first in odd rounds and perftest first in even ones; a figure
+     * is the median of the rounds. One pair run is not enough: on the emulated VM a run's latency
+     * settles on one of a few levels about 12 us apart (ib_read_lat's t_typical 30, 30, 30 and 58 us
+     * in four runs in a row) whichever tool runs. Results: {@link #tools}, every round in
+     * {@link #toolRounds}, and the tools' output in tools.txt.
      */
     private void runTools() throws IOException, InterruptedException {
         String dev = System.getenv().getOrDefault("RDMA_DEVICE", "rxe0");
@@ -213,31 +220,82 @@ public final class BenchMain {
         StringBuilder log = new StringBuilder();
         String[][] pairs = quick ? new String[][] {{"write-lat", "ib_write_lat"}}
                 : new String[][] {{"write-lat", "ib_write_lat"}, {"send-lat", "ib_send_lat"}, {"read-lat", "ib_read_lat"}};
-        for (String[] pair : pairs) {
-            for (int iters : quick ? new int[] {200} : new int[] {1000, 100_000}) {
-                String args = common + " -s 2 -n " + iters;
-                double[] c = parse(pair(pair[1], args + " -F", log), 2, 9);
-                double[] j = parse(pair("samples/run " + pair[0], args + " --timeout 120", log), 2, 9);
-                // t_typical and the 99% percentile, in µs
-                tools.put(pair[0] + ":" + iters, new double[] {j == null ? Double.NaN : j[4], c == null ? Double.NaN : c[4],
-                        j == null ? Double.NaN : j[7], c == null ? Double.NaN : c[7]});
+        // per key: Java's and perftest's figures of each round (t_typical and 99% in us; Mpps; us/iter)
+        Map<String, List<double[]>> runs = new LinkedHashMap<>();
+        int rounds = Integer.getInteger("pvbench.toolRounds", quick ? 1 : TOOL_ROUNDS);
+        for (int round = 1; round <= rounds; round++) {
+            boolean javaFirst = round % 2 == 1;
+            log.append("==== round ").append(round).append(" of ").append(rounds).append('\n');
+            for (String[] pair : pairs) {
+                for (int iters : quick ? new int[] {200} : new int[] {1000, 100_000}) {
+                    String args = common + " -s 2 -n " + iters;
+                    double[][] jc = both(javaFirst, () -> parse(pair("samples/run " + pair[0], args + " --timeout 120", log), 2, 9),
+                            () -> parse(pair(pair[1], args + " -F", log), 2, 9));
+                    double[] j = jc[0];
+                    double[] c = jc[1];
+                    runs.computeIfAbsent(pair[0] + ":" + iters, k -> new ArrayList<>()).add(new double[] {
+                            j == null ? Double.NaN : j[4], c == null ? Double.NaN : c[4],
+                            j == null ? Double.NaN : j[7], c == null ? Double.NaN : c[7]});
+                }
             }
+            String args = common + " -s 64 -n " + (quick ? 2000 : 50000);
+            double[][] jc = both(javaFirst, () -> parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5),
+                    () -> parse(pair("ib_write_bw", args + " -F", log), 64, 5));
+            runs.computeIfAbsent("write-bw", k -> new ArrayList<>()).add(new double[] {
+                    jc[0] == null ? Double.NaN : jc[0][4], jc[1] == null ? Double.NaN : jc[1][4]});
+            // Woken by completion events: rdma-core's ibv_rc_pingpong -e beside the Java rc-pingpong -e whose
+            // loop runs in a virtual thread (each wait parks it; the event loop thread wakes it)
+            String ev = "-d " + dev + " -i " + port + " -g " + gid + " -e -n " + (quick ? 200 : 1000);
+            double[][] u = both(javaFirst, () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log))},
+                    () -> new double[] {usecPerIter(pair("ibv_rc_pingpong", ev, log))});
+            runs.computeIfAbsent("rc-pingpong-e", k -> new ArrayList<>()).add(new double[] {u[0][0], u[1][0]});
         }
-        String args = common + " -s 64 -n " + (quick ? 2000 : 50000);
-        double[] c = parse(pair("ib_write_bw", args + " -F", log), 64, 5);
-        double[] j = parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5);
-        tools.put("write-bw", new double[] {j == null ? Double.NaN : j[4], c == null ? Double.NaN : c[4]});
-        // Woken by completion events: rdma-core's ibv_rc_pingpong -e beside the Java rc-pingpong -e whose
-        // loop runs in a virtual thread (each wait parks it; the event loop thread wakes it)
-        String ev = "-d " + dev + " -i " + port + " -g " + gid + " -e -n " + (quick ? 200 : 1000);
-        double cu = usecPerIter(pair("ibv_rc_pingpong", ev, log));
-        double ju = usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log));
-        tools.put("rc-pingpong-e", new double[] {ju, cu});
+        for (Map.Entry<String, List<double[]>> e : runs.entrySet()) {
+            List<double[]> rs = e.getValue();
+            double[] med = new double[rs.get(0).length];
+            for (int i = 0; i < med.length; i++) {
+                final int col = i;
+                med[i] = medianOf(rs.stream().mapToDouble(r -> r[col]).toArray());
+            }
+            tools.put(e.getKey(), med);
+            toolRounds.put(e.getKey(), rs);
+        }
         Files.writeString(out.resolve("tools.txt"), log);
     }
 
-    /** Java tool / perftest figures per "tool:iters": t_typical, perftest's t_typical, 99%, perftest's 99% (µs); "write-bw": Mpps. */
+    /** Rounds of the tool pairs in a full run (see {@link #runTools}); -Dpvbench.toolRounds=N sets another number. */
+    static final int TOOL_ROUNDS = 3;
+
+    /** A tool pair's measurement: its figures, or null if the pair did not produce them. */
+    private interface PairRun {
+        double[] run() throws IOException, InterruptedException;
+    }
+
+    /** Runs Java's pair and perftest's, in the order given; returns {Java's, perftest's}. */
+    private static double[][] both(boolean javaFirst, PairRun java, PairRun c) throws IOException, InterruptedException {
+        double[][] r = new double[2][];
+        if (javaFirst) {
+            r[0] = java.run();
+            r[1] = c.run();
+        } else {
+            r[1] = c.run();
+            r[0] = java.run();
+        }
+        return r;
+    }
+
+    /** The median of {@code v}, NaNs (a failed pair) left out; NaN if all are. */
+    private static double medianOf(double[] v) {
+        double[] s = Arrays.stream(v).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        int n = s.length;
+        return n == 0 ? Double.NaN : n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    }
+
+    /** Java tool / perftest figures per "tool:iters" (medians of the rounds): t_typical, perftest's t_typical, 99%, perftest's 99% (µs); "write-bw": Mpps; "rc-pingpong-e": us/iter. */
     private final Map<String, double[]> tools = new LinkedHashMap<>();
+
+    /** The same, every round's. */
+    private final Map<String, List<double[]>> toolRounds = new LinkedHashMap<>();
 
     /**
      * Runs {@code tool args} as a server (vCPU 1 when there is one) and as its client (vCPU 0) on the
@@ -339,8 +397,8 @@ public final class BenchMain {
             String what = b.equals("PollEmpty") ? "poll empty CQ" : "64 B RDMA write + poll";
             row(what + ": typed API", "main:" + b + ".api", "main:" + b + ".c", "ns");
             row(what + ": raw bindings", "main:" + b + ".raw", "main:" + b + ".c", "ns");
-            row(what + ": typed API, critical on", "crit:" + b + ".api", "main:" + b + ".c", "ns");
-            row(what + ": raw bindings, critical on", "crit:" + b + ".raw", "main:" + b + ".c", "ns");
+            row(what + ": typed API, no critical poll", "crit:" + b + ".api", "main:" + b + ".c", "ns");
+            row(what + ": raw bindings, no critical poll", "crit:" + b + ".raw", "main:" + b + ".c", "ns");
             row(what + ": typed API, JFR recording on", "jfr:" + b + ".api", "main:" + b + ".c", "ns");
             if (b.equals("PollEmpty")) {
                 row("poll empty extended CQ (start_poll): typed API", "main:ExtendedPath.pollEmpty",
@@ -417,7 +475,39 @@ public final class BenchMain {
                 + " loop cannot allocate on the Java heap), and the ping-pong rows' larger figures are SampleTime keeping"
                 + " every sample on the heap. Tools: the Java tool's pair (samples/run, server and client processes, one"
                 + " vCPU each, 2 B) beside perftest's pair (the perftest column) at the same iterations, each a fresh"
-                + " process as a user runs it; t_typical and 99% as the client prints them.\n");
+                + " process as a user runs it; t_typical and 99% as the client prints them, the median of "
+                + (toolRounds.isEmpty() || toolRounds.values().iterator().next().size() < 2 ? "one round"
+                : toolRounds.values().iterator().next().size() + " rounds (the Java pair first in odd rounds, perftest's in even"
+                + " ones; every round below)") + ".\n");
+        t.append(roundsTable());
+        return t.toString();
+    }
+
+    /** Every round of the tool pairs (full runs): Java / perftest per round, t_typical (and the message rate, us/iter). */
+    private String roundsTable() {
+        if (toolRounds.isEmpty() || toolRounds.values().iterator().next().size() < 2) {
+            return "";
+        }
+        StringBuilder t = new StringBuilder("\n| Tool pair, every round (Java / perftest) |");
+        int n = toolRounds.values().iterator().next().size();
+        for (int r = 1; r <= n; r++) {
+            t.append(" round ").append(r).append(" |");
+        }
+        t.append("\n|---|").append("---:|".repeat(n)).append('\n');
+        for (Map.Entry<String, List<double[]>> e : toolRounds.entrySet()) {
+            String k = e.getKey();
+            String what = k.equals("write-bw") ? "write-bw -s 64, Mpps" : k.equals("rc-pingpong-e") ? "rc-pingpong -e --virtual, us/iter"
+                    : k.replace(":", " 2 B, ") + " iters, t_typical us (99%)";
+            t.append("| ").append(what).append(" |");
+            for (double[] v : e.getValue()) {
+                t.append(' ').append(String.format(Locale.ROOT, k.equals("write-bw") ? "%.4f / %.4f" : "%.1f / %.1f", v[0], v[1]));
+                if (v.length == 4) {
+                    t.append(String.format(Locale.ROOT, " (%.1f / %.1f)", v[2], v[3]));
+                }
+                t.append(" |");
+            }
+            t.append('\n');
+        }
         return t.toString();
     }
 
@@ -439,8 +529,9 @@ public final class BenchMain {
         String[][] shapes = {
             {"C, through the provider's function pointer (as libibverbs' inline functions)", "C"},
             {"JNI native method, long arguments (as DiSNI)", "Jni"},
-            {"**FFM, the typed API's form**: the queue's segment (its shared arena), the request or batch a plain address", "OneShared"},
-            {"the same, critical", "OneSharedCritical"},
+            {"FFM, the typed API's argument shapes: the queue's segment (its shared arena), the request or batch a plain address"
+                    + " (**the typed API's post**)", "OneShared"},
+            {"the same, critical (**the typed API's poll** of a classic queue)", "OneSharedCritical"},
             {"FFM, every segment in a shared arena (what the typed API passed before)", "SharedArena"},
             {"the same, critical", "SharedArenaCritical"},
             {"FFM, global segments (no liveness check: a closed queue would reach C)", "Global"},

@@ -24,9 +24,12 @@ import java.lang.invoke.MethodHandle;
  * like the API does.
  */
 final class Raw {
-    static final boolean CRITICAL = Boolean.getBoolean("panamaverbs.critical");
-    static final MethodHandle POLL_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
-    static final MethodHandle POST = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    private static final String MODE = System.getProperty("panamaverbs.critical", "poll");
+    /** As the API: poll_cq critical unless "none" (or "false"), post_send only with "all" (or "true"). */
+    static final MethodHandle POLL_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS),
+            !MODE.equals("none") && !MODE.equals("false"));
+    static final MethodHandle POST = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS),
+            MODE.equals("all") || MODE.equals("true"));
 
     final MemorySegment pollFn;
     final MemorySegment postSendFn;
@@ -68,8 +71,8 @@ final class Raw {
         return wr;
     }
 
-    private static MethodHandle handle(FunctionDescriptor d) {
-        return CRITICAL ? C.LINKER.downcallHandle(d, Linker.Option.critical(false)) : C.LINKER.downcallHandle(d);
+    private static MethodHandle handle(FunctionDescriptor d, boolean critical) {
+        return critical ? C.LINKER.downcallHandle(d, Linker.Option.critical(false)) : C.LINKER.downcallHandle(d);
     }
 
     int poll(int side, int entries) {

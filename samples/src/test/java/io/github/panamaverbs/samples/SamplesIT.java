@@ -555,9 +555,11 @@ class SamplesIT {
     /**
      * How long the surviving side waits for a silent peer. Short, but not too short for a JVM
      * that starts cold in the VM's emulated CPU: the same timeout covers the TCP set-up, where
-     * the survivor waits while its peer loads classes between two messages.
+     * the survivor waits while its peer loads classes between two messages, and the hand-shake
+     * after the warm-ups, where it waits for its peer's warm-up (the test's JVM and both tools share
+     * one vCPU). 8 s was once too short for send-lat's client (a final CI check, 2026-12-01).
      */
-    private static final int VANISH_TIMEOUT = 8;
+    private static final int VANISH_TIMEOUT = 12;
 
     /**
      * The server (a JVM of its own) is killed while the client measures: the client, with a short
@@ -594,7 +596,14 @@ class SamplesIT {
      */
     private static void killMidRun(Child victim, String victimName, CompletableFuture<Run> survivor, String survivorName)
             throws Exception {
-        awaitOutput(victim, " #bytes #iterations", 120);
+        try {
+            awaitOutput(victim, " #bytes #iterations", 120);
+        } catch (AssertionError e) {
+            // the victim ended first: what the survivor said, if it has ended too, is the reason
+            Run r = survivor.isDone() && !survivor.isCompletedExceptionally() ? survivor.getNow(null) : null;
+            throw new AssertionError(e.getMessage() + (r == null ? "\n(the " + survivorName + " is still running)"
+                    : "\nthe " + survivorName + " ended with status " + r.status + ":\n" + r.out + r.err), e);
+        }
         Thread.sleep(1000);   // measuring now
         assertTrue(!survivor.isDone(), "the " + survivorName + " ended before the " + victimName + " was killed: "
                 + survivor.getNow(null));

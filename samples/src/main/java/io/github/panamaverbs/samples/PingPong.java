@@ -314,8 +314,21 @@ final class PingPong {
         return cq;
     }
 
-    /** Iterations of one warm-up round. */
-    private static final int WARM_UP_ROUND = 500;
+    /**
+     * A warm-up round: this many calls of the loop, of {@link #WARM_UP_ITERS} iterations each. The JIT
+     * compiles a method called once per round only for its loop, after some 60,000 turns of it, which
+     * the event-driven loop ({@code -e}: a few hundred turns a second on an emulated CPU) never
+     * reached: its measured run started in the interpreter.
+     */
+    private static final int WARM_UP_CALLS = 50;
+    private static final int WARM_UP_ITERS = 10;
+    /**
+     * With {@code --virtual}, waits per round in which the virtual thread parks until the library's
+     * event loop wakes it. On a queue pair connected to itself the event is there before the thread
+     * parks, so its park returns at once and the JDK's hand-over (unmount, the carrier's idle wait,
+     * the wake-up, mount) never ran: it was first run, interpreted and compiled, in the measured loop.
+     */
+    private static final int WARM_UP_PARKS = 100;
 
     /**
      * This tool's own loop ({@link #loop}) on a twin of this side with one queue pair of the same
@@ -332,7 +345,7 @@ final class PingPong {
         twin.ibPort = ibPort;
         twin.size = size;
         twin.rxDepth = rxDepth;
-        twin.iters = WARM_UP_ROUND;
+        twin.iters = WARM_UP_ITERS;
         twin.numQp = 1;
         twin.timeout = timeout;
         twin.connectOptions = connectOptions;
@@ -353,8 +366,18 @@ final class PingPong {
             } else {
                 qp.connect(self, connectOptions);
             }
-            Common.untilCompiled(virtual ? () -> inVirtualThread(() -> twin.loop(cq, channel)) : () -> twin.loop(cq, channel),
-                    timeout);
+            Runnable round = () -> {
+                for (int i = 0; i < WARM_UP_CALLS; i++) {
+                    twin.loop(cq, channel);
+                }
+                for (int i = 0; virtual && events && i < WARM_UP_PARKS; i++) {
+                    // nothing is outstanding: parked until the event loop ends the wait at its deadline
+                    if (channel.awaitEvent(Duration.ofMillis(1)).isPresent()) {
+                        throw new IllegalStateException("a completion event with nothing outstanding");
+                    }
+                }
+            };
+            Common.untilCompiled(virtual ? () -> inVirtualThread(round) : round, timeout);
         } catch (RuntimeException e) {
             // Only a warm-up: the measurement runs without it, and says so.
             System.err.println(kind.tool + ": warning: the warm-up on a queue pair connected to itself failed, measuring without it: "

@@ -4,6 +4,7 @@ import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.rdma_cm_id;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.Quirks;
 import io.github.panamaverbs.internal.VerbsBridge;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.ProtectionDomain;
@@ -13,6 +14,7 @@ import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QueuePair;
 import io.github.panamaverbs.verbs.Resource;
 import io.github.panamaverbs.verbs.TransportType;
+import io.github.panamaverbs.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -72,6 +74,12 @@ public final class CmId implements AutoCloseable {
     /** {@code RDMA_UDP_QKEY}: the Q_Key of {@link PortSpace#UDP} queue pairs and multicast groups. */
     public static final int UDP_QKEY = 0x01234567; // written out so that reading it needs no rdma-core
     private static final long SOCKADDR = 128;
+    /**
+     * The most private data an iWARP connect, accept or reject carries: 251 bytes, measured on
+     * SoftiWARP (Linux 6.1; 252 to 255 bytes make the connection fail: REJECTED with ECONNRESET for a
+     * connect, CONNECT_ERROR with EINVAL for an accept), below librdmacm's own limit of 255.
+     */
+    private static final int IWARP_PRIVATE_DATA = 251;
     private static final long SRC_ADDR = rdma_cm_id.route$offset();
     private static final long DST_ADDR = rdma_cm_id.route$offset() + SOCKADDR;
     private static final short AF_INET = 2;
@@ -82,6 +90,8 @@ public final class CmId implements AutoCloseable {
     private final Resource handle;
     private final long address;
     private volatile QueuePair qp;
+    /** {@link #resolveAddress} succeeded: a route can be resolved. */
+    private volatile boolean addressResolved;
     /** The multicast groups joined and not left. */
     private final Set<InetAddress> groups = ConcurrentHashMap.newKeySet();
 
@@ -152,6 +162,7 @@ public final class CmId implements AutoCloseable {
             return (int) RESOLVE_ADDR.invokeExact(c.errno(), id, src, sockaddr(c.arena(), destination), millis);
         });
         awaitEvent(CmEventType.ADDR_RESOLVED, timeout);
+        addressResolved = true;
     }
 
     /**
@@ -160,7 +171,7 @@ public final class CmId implements AutoCloseable {
      * @param timeout how long librdmacm may take, and how long to wait for its event; positive
      * @throws NullPointerException                       if {@code timeout} is null
      * @throws IllegalArgumentException                   if {@code timeout} is not positive
-     * @throws IllegalStateException                      if the ID is closed
+     * @throws IllegalStateException                      if the ID is closed, or its address is not resolved
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_resolve_route} fails at once
      * @throws ConnectionException                        with the ROUTE_ERROR event, or when nothing came
      *                                                    within {@code timeout}
@@ -168,6 +179,11 @@ public final class CmId implements AutoCloseable {
     public void resolveRoute(Duration timeout) {
         int millis = millis(timeout);
         MemorySegment id = id();
+        if (!addressResolved) {
+            // librdmacm follows the device of the resolved address: without one it dereferences NULL
+            throw new IllegalStateException("resolveRoute needs a resolved address: call resolveAddress on " + this
+                    + " first (or resolve, which does both)");
+        }
         Native.check("rdma_resolve_route", Native.NO_HINT, c -> (int) RESOLVE_ROUTE.invokeExact(c.errno(), id, millis));
         awaitEvent(CmEventType.ROUTE_RESOLVED, timeout);
     }
@@ -204,6 +220,7 @@ public final class CmId implements AutoCloseable {
     public void bind(InetSocketAddress local) {
         Objects.requireNonNull(local, "local");
         MemorySegment id = id();
+        requireLocal(local);
         Native.check("rdma_bind_addr", e -> e == Errno.EADDRINUSE ? "port " + local.getPort() + " is taken"
                         : e == Errno.EADDRNOTAVAIL || e == Errno.ENODEV ? local.getAddress() + " is no RDMA device's address" : null,
                 c -> (int) BIND.invokeExact(c.errno(), id, sockaddr(c.arena(), local)));
@@ -335,8 +352,9 @@ public final class CmId implements AutoCloseable {
      */
     public void connect(ConnectionParameters parameters) {
         Objects.requireNonNull(parameters, "parameters");
-        checkPrivateData(parameters.privateData.length, "connect", 56, 180, 255);
+        checkPrivateData(parameters.privateData.length, "connect", 56, 180, IWARP_PRIVATE_DATA);
         requireQueuePair("connect");
+        checkRetryCount(parameters);
         MemorySegment id = id();
         int errno = Native.call(c -> (int) CONNECT.invokeExact(c.errno(), id, parameters.toC(c.arena())) == 0 ? 0 : c.lastErrno());
         if (errno == Errno.ECONNREFUSED) {
@@ -361,8 +379,9 @@ public final class CmId implements AutoCloseable {
      */
     public void accept(ConnectionParameters parameters) {
         Objects.requireNonNull(parameters, "parameters");
-        checkPrivateData(parameters.privateData.length, "accept", 196, 136, 252);
+        checkPrivateData(parameters.privateData.length, "accept", 196, 136, IWARP_PRIVATE_DATA);
         requireQueuePair("accept");
+        checkRetryCount(parameters);
         MemorySegment id = id();
         Native.check("rdma_accept", Native.NO_HINT, c -> (int) ACCEPT.invokeExact(c.errno(), id, parameters.toC(c.arena())));
     }
@@ -379,7 +398,7 @@ public final class CmId implements AutoCloseable {
      */
     public void reject(byte[] privateData) {
         Objects.requireNonNull(privateData, "privateData");
-        checkPrivateData(privateData.length, "reject", 148, 136, 255);
+        checkPrivateData(privateData.length, "reject", 148, 136, IWARP_PRIVATE_DATA);
         MemorySegment id = id();
         Native.check("rdma_reject", Native.NO_HINT, c -> {
             MemorySegment data = privateData.length == 0 ? MemorySegment.NULL : c.arena().allocate(privateData.length);
@@ -539,6 +558,36 @@ public final class CmId implements AutoCloseable {
     /** {@return whether it has been closed} */
     public boolean isClosed() {
         return handle.isClosed();
+    }
+
+    /**
+     * Refuses at once an address that is not this host's (the kernel can take seconds to say so): the
+     * wildcard, a loopback address or one of a local interface's passes, as for a socket's bind.
+     */
+    private static void requireLocal(InetSocketAddress local) {
+        InetAddress ip = local.getAddress();
+        if (ip == null || ip.isAnyLocalAddress() || ip.isLoopbackAddress()) {
+            return; // (unresolved: sockaddr says so)
+        }
+        boolean ours;
+        try {
+            ours = java.net.NetworkInterface.getByInetAddress(ip) != null;
+        } catch (java.net.SocketException e) {
+            ours = true; // cannot tell: let the kernel decide
+        }
+        if (!ours) {
+            throw new VerbsException("rdma_bind_addr", Errno.EADDRNOTAVAIL, ip.getHostAddress()
+                    + " is not an address of this host (bind to one of its RDMA devices' addresses, or to 0.0.0.0)");
+        }
+    }
+
+    /** Soft-RoCE retries for ever with a retry count of 7: a dead peer would never be reported. */
+    private void checkRetryCount(ConnectionParameters parameters) {
+        if (parameters.retryCount == 7 && space == PortSpace.TCP
+                && VerbsBridge.get().has(context(), Quirks.RXE_RETRY_COUNT_SEVEN_IS_FOREVER)) {
+            throw new IllegalArgumentException("a retry count of 7 retries for ever on Soft-RoCE (" + context().device().name()
+                    + "): a peer that died would never be reported; use 0 to 6 (the default is 6)");
+        }
     }
 
     private void requireQueuePair(String what) {

@@ -37,6 +37,12 @@ import java.util.function.Consumer;
  * <p>The queue pair, completion queue and protection domain are ordinary verbs objects: post, poll
  * and register as with any others, from any thread, and close the memory regions that the
  * connection does not own before it.
+ *
+ * <p><b>A peer that goes.</b> The connection's events are read by the library's event loop as they
+ * come, also while no thread waits for one: when the peer disconnects (or its process dies), the
+ * DISCONNECTED event moves the queue pair to ERR at once, so that every outstanding request
+ * completes with {@code WR_FLUSH_ERR}, and a thread that only polls sees it (in milliseconds on
+ * Soft-RoCE and SoftiWARP). The event stays for {@link #awaitDisconnect} and {@link CmId#nextEvent}.
  */
 public final class Connection implements AutoCloseable {
 
@@ -233,6 +239,7 @@ public final class Connection implements AutoCloseable {
         CmId id = null;
         Connection c = null;
         try {
+            channel.watch(); // its own channel: a DISCONNECTED flushes the queue pair even if nobody reads events
             id = channel.createId(PortSpace.TCP);
             id.resolveAddress(source, server, timeout);
             id.resolveRoute(timeout);

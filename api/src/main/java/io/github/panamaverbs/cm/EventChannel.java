@@ -153,9 +153,37 @@ public final class EventChannel implements AutoCloseable {
         return next(null, Native.deadline(Objects.requireNonNull(timeout, "timeout")));
     }
 
+    /** Whether {@link #watch()} made the event loop read this channel's events. */
+    private volatile boolean watched;
+    /** What the event loop runs when a watched channel is readable. */
+    private final Runnable readIfOpen = this::readIfOpen;
+
+    private void readIfOpen() {
+        if (!handle.isClosed()) {
+            readAvailable();
+        }
+    }
+
+    /**
+     * Has the process's event loop read this channel's events as they come, also while no thread
+     * waits for one: a DISCONNECTED then moves its connection's queue pair to ERR at once, so that a
+     * thread that only polls sees its outstanding requests flushed. For the channels this package
+     * owns ({@link Connection}'s and {@link Listener}'s): an application that reads a channel with
+     * its own event loop ({@link #fd()}) needs its events to stay readable there.
+     */
+    void watch() {
+        if (!watched) {
+            watched = true;
+            Native.watch(fd, readIfOpen);
+        }
+    }
+
     /** The next event for {@code id} (connect requests: for the listener), or any when null. */
     Optional<CmEvent> next(CmId id, long deadline) {
         while (true) {
+            if (id != null && id.isClosed()) {
+                throw new IllegalStateException(id + " is closed: it has no events to wait for");
+            }
             CmEvent e = take(id);
             if (e != null) {
                 return Optional.of(e);
@@ -164,7 +192,8 @@ public final class EventChannel implements AutoCloseable {
             // is looked at least once, also with a timeout of zero.
             long now = System.nanoTime();
             long sliceEnd = now + Math.max(0, Math.min(deadline - now, QUEUE_CHECK_NANOS));
-            if (Native.awaitReadable(fd, sliceEnd, toString(), () -> !handle.isClosed())) {
+            if (Native.awaitReadable(fd, sliceEnd, id != null ? id.toString() : toString(),
+                    () -> !handle.isClosed() && (id == null || !id.isClosed()))) {
                 readAvailable();
             } else if (System.nanoTime() - deadline >= 0) {
                 return Optional.ofNullable(take(id));
@@ -264,7 +293,8 @@ public final class EventChannel implements AutoCloseable {
                 VerbsBridge.get().stateChanged(id.queuePairOrNull(), QpState.ERR); // librdmacm flushed it
             } else if (type == CmEventType.DISCONNECTED) {
                 try {
-                    id.queuePairOrNull().toError(); // the connection is over: flush what is outstanding
+                    // the connection is over: flush what is outstanding
+                    VerbsBridge.get().connectionGone(id.queuePairOrNull());
                 } catch (RuntimeException ignored) {
                     // closed meanwhile
                 }
@@ -280,7 +310,17 @@ public final class EventChannel implements AutoCloseable {
      */
     @Override
     public void close() {
-        handle.close();
+        if (watched) {
+            Native.unwatch(fd); // before the descriptor is closed: its number may be reused
+        }
+        try {
+            handle.close();
+        } catch (RuntimeException | Error e) {
+            if (watched && !handle.isClosed()) {
+                Native.watch(fd, readIfOpen); // it stays open: watched again
+            }
+            throw e;
+        }
     }
 
     /** {@return whether it has been closed} */

@@ -45,6 +45,7 @@ public final class Listener implements AutoCloseable {
         EventChannel channel = EventChannel.create();
         CmId id = null;
         try {
+            channel.watch(); // the connections' channel: a DISCONNECTED flushes a queue pair even if nobody reads events
             id = channel.createId(PortSpace.TCP);
             id.bind(local);
             id.listen(backlog);

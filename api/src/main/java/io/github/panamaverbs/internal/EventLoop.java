@@ -95,6 +95,8 @@ final class EventLoop {
     private final int wakeFd;
     /** The waiters of each descriptor; guarded by {@link #lock}. */
     private final Map<Integer, List<Waiter>> waiters = new HashMap<>();
+    /** What the loop itself does when a watched descriptor is readable ({@link #watch}); guarded by {@link #lock}. */
+    private final Map<Integer, Runnable> watches = new HashMap<>();
     /** When the loop wakes at the latest ({@link System#nanoTime()}); guarded by {@link #lock}. */
     private long plannedWake = Long.MAX_VALUE;
     /** A lock a virtual thread may wait for without pinning its carrier (Java 22 and 23 pin in synchronized). */
@@ -167,6 +169,53 @@ final class EventLoop {
         INSTANCE.wakeEveryone();
     }
 
+    /**
+     * Runs {@code onReadable} on the loop's thread each time {@code fd} is readable, until
+     * {@link #unwatch}: for what must happen even when no thread waits (a connection's events). It
+     * must not block, and must make the descriptor unreadable (read what is there), or it runs again
+     * at once.
+     */
+    static void watch(int fd, Runnable onReadable) {
+        INSTANCE.addWatch(fd, onReadable);
+    }
+
+    /** Stops {@link #watch}ing {@code fd}: before it is closed (its number may be reused). */
+    static void unwatch(int fd) {
+        INSTANCE.removeWatch(fd);
+    }
+
+    private void addWatch(int fd, Runnable onReadable) {
+        lock.lock();
+        try {
+            watches.put(fd, onReadable);
+            rearm(fd, "watched descriptor " + fd);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void removeWatch(int fd) {
+        lock.lock();
+        try {
+            watches.remove(fd);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Arms {@code fd} once more (EPOLLIN, one-shot), adding it to the set if it is not there; under {@link #lock}. */
+    private void rearm(int fd, String what) {
+        ctlEvent.set(ValueLayout.JAVA_INT, 0, EPOLLIN | EPOLLONESHOT);
+        ctlEvent.set(ValueLayout.JAVA_LONG_UNALIGNED, DATA, fd);
+        int e = ctl(EPOLL_CTL_MOD, fd);
+        if (e == Errno.ENOENT) { // not in the set yet, or closed and its number reused since
+            e = ctl(EPOLL_CTL_ADD, fd);
+        }
+        if (e != 0) {
+            throw Native.fail("epoll_ctl(" + what + ")", e, Native.NO_HINT);
+        }
+    }
+
     private boolean await(int fd, long deadline, String what, BooleanSupplier open) {
         Waiter w = new Waiter(fd, deadline);
         while (true) {
@@ -208,15 +257,11 @@ final class EventLoop {
         lock.lock();
         try {
             waiters.computeIfAbsent(w.fd, k -> new ArrayList<>()).add(w);
-            ctlEvent.set(ValueLayout.JAVA_INT, 0, EPOLLIN | EPOLLONESHOT);
-            ctlEvent.set(ValueLayout.JAVA_LONG_UNALIGNED, DATA, w.fd);
-            int e = ctl(EPOLL_CTL_MOD, w.fd);
-            if (e == Errno.ENOENT) { // not in the set yet, or closed and its number reused since
-                e = ctl(EPOLL_CTL_ADD, w.fd);
-            }
-            if (e != 0) {
+            try {
+                rearm(w.fd, what);
+            } catch (RuntimeException e) {
                 waiters.get(w.fd).remove(w);
-                throw Native.fail("epoll_ctl(" + what + ")", e, Native.NO_HINT);
+                throw e;
             }
             if (w.deadline - plannedWake < 0) {
                 // the loop sleeps past this deadline: wake it to plan again
@@ -281,12 +326,42 @@ final class EventLoop {
         wake.clear();
     }
 
+    /** Runs the watch of {@code fd} (what it throws is dropped: the loop goes on), and arms it again while it is watched. */
+    private void runWatch(int fd) {
+        Runnable r;
+        lock.lock();
+        try {
+            r = watches.get(fd);
+        } finally {
+            lock.unlock();
+        }
+        if (r == null) {
+            return;
+        }
+        try {
+            r.run();
+        } catch (RuntimeException | Error e) {
+            // e.g. the channel closed meanwhile: its close removes the watch
+        }
+        lock.lock();
+        try {
+            if (watches.get(fd) == r) {
+                rearm(fd, "watched descriptor " + fd);
+            }
+        } catch (RuntimeException e) {
+            watches.remove(fd, r); // closed meanwhile
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private void run() {
         MemorySegment events = Arena.global().allocate(EVENT_SIZE * BATCH, 8);
         MemorySegment errno = Arena.global().allocate(Native.CAPTURE_LAYOUT);
         MemorySegment counter = Arena.global().allocate(ValueLayout.JAVA_LONG, 1);
         List<Waiter> readable = new ArrayList<>();
         List<Waiter> due = new ArrayList<>();
+        List<Integer> watched = new ArrayList<>();
         while (true) {
             int millis;
             lock.lock();
@@ -335,10 +410,18 @@ final class EventLoop {
                     if (l != null) {
                         readable.addAll(l);
                     }
+                    if (watches.containsKey(fd)) {
+                        watched.add(fd);
+                    }
                 }
             } finally {
                 lock.unlock();
             }
+            // the watches first: a waiter of the same descriptor then finds what they read
+            for (int fd : watched) {
+                runWatch(fd);
+            }
+            watched.clear();
             wake(readable, Waiter.READABLE);
         }
     }

@@ -196,7 +196,8 @@ public final class Native {
      * meanwhile; it checks {@code open} again whenever a resource closes ({@link #wakeWaiters}).
      *
      * @return true if readable, false on timeout
-     * @throws IllegalStateException naming {@code what} once {@code open} is false
+     * @throws IllegalStateException naming {@code what} once {@code open} is false, or when the thread is
+     *                               interrupted (within a slice; its interrupt status stays set)
      */
     public static boolean awaitReadable(int fd, long deadline, String what, BooleanSupplier open) {
         if (Thread.currentThread().isVirtual() && deadline - System.nanoTime() > 0) {
@@ -210,6 +211,10 @@ public final class Native {
             while (true) {
                 if (!open.getAsBoolean()) {
                     throw new IllegalStateException(what + " was closed while a thread waited on it");
+                }
+                if (Thread.interrupted()) { // each slice: an interrupt ends the wait within POLL_SLICE_MILLIS
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting on " + what);
                 }
                 long left = Math.max(0, deadline - System.nanoTime());
                 int millis = (int) Math.min(POLL_SLICE_MILLIS, (left + 999_999) / 1_000_000);
@@ -234,6 +239,21 @@ public final class Native {
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    /**
+     * Runs {@code onReadable} on the process's event-loop thread whenever {@code fd} is readable, until
+     * {@link #unwatch(int)}: for work that must happen although no thread waits (a connection's
+     * events, so that a peer's disconnect reaches a thread that only polls). {@code onReadable} must
+     * read what is readable and not block.
+     */
+    public static void watch(int fd, Runnable onReadable) {
+        EventLoop.watch(fd, onReadable);
+    }
+
+    /** Ends {@link #watch(int, Runnable)}: call it before {@code fd} is closed. */
+    public static void unwatch(int fd) {
+        EventLoop.unwatch(fd);
     }
 
     /**

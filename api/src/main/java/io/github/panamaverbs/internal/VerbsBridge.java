@@ -47,6 +47,12 @@ public interface VerbsBridge {
     /** Records a state that librdmacm moved the queue pair to. */
     void stateChanged(QueuePair qp, QpState state);
 
+    /** The connection of {@code qp} is gone (DISCONNECTED): moves it to ERR, so that what is outstanding is flushed. */
+    void connectionGone(QueuePair qp);
+
+    /** Whether the provider bug {@code quirk} affects the device of {@code context}. */
+    boolean has(Context context, Quirks quirk);
+
     /** The bridge, once the verbs package has registered it. */
     static VerbsBridge get() {
         VerbsBridge b = Holder.bridge;

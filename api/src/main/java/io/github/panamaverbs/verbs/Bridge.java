@@ -1,5 +1,6 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.Quirks;
 import io.github.panamaverbs.internal.VerbsBridge;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
@@ -36,5 +37,15 @@ final class Bridge implements VerbsBridge {
     @Override
     public void stateChanged(QueuePair qp, QpState state) {
         qp.stateChanged(state);
+    }
+
+    @Override
+    public void connectionGone(QueuePair qp) {
+        qp.connectionGone();
+    }
+
+    @Override
+    public boolean has(Context context, Quirks quirk) {
+        return context.has(quirk);
     }
 }

@@ -84,8 +84,9 @@ public final class CompletionChannel extends Resource {
      * @return the completion queue that has new completions, or empty on timeout
      * @throws NullPointerException  if {@code timeout} is null
      * @throws IllegalStateException if the channel is closed, also while waiting (noticed within about
-     *                               50 ms), or if the event names a completion queue this binding does
-     *                               not know
+     *                               50 ms), if the thread is interrupted while waiting (its interrupt
+     *                               status stays set), or if the event names a completion queue this
+     *                               binding does not know
      * @throws VerbsException        if {@code ibv_get_cq_event} or {@code poll(2)} fails
      */
     public Optional<CompletionQueue> awaitEvent(Duration timeout) {

@@ -13,6 +13,7 @@ import io.github.panamaverbs.bindings.ibv_cq_init_attr_ex;
 import io.github.panamaverbs.bindings.verbs_context;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.Quirks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
@@ -48,7 +49,9 @@ import java.util.Set;
  * The provider holds the queue's lock from a successful {@code startPoll()} to {@code endPoll()}, so
  * one thread polls this way at a time, and the accessors may be called only in between, on the
  * current completion; out of turn they throw {@link IllegalStateException} instead of reaching the
- * provider (which would read a stale or null completion). None of them allocates.
+ * provider (which would read a stale or null completion). On the thread that polls this way,
+ * {@link #poll}, {@link #await}, {@link #resize} and {@link #requestNotification} are refused between
+ * the two (they take the same lock, and would wait for it for ever). None of them allocates.
  */
 public final class CompletionQueue extends Resource {
     private static final MethodHandle CREATE = Native.withErrno(
@@ -95,6 +98,11 @@ public final class CompletionQueue extends Resource {
     private final MemorySegment pollAttr;
     /** Between a successful startPoll() and endPoll(). */
     private boolean polling;
+    /**
+     * The thread whose startPoll() holds the provider's queue lock (until endPoll(), or until the provider
+     * ended the poll itself): any other call of that thread that takes the lock would wait for ever.
+     */
+    private Thread cursorOwner;
     /** A completion is current: startPoll() or the last nextPoll() returned true. */
     private boolean current;
     /**
@@ -104,6 +112,12 @@ public final class CompletionQueue extends Resource {
      * full ring of stale ones). The man page's order (end_poll after ENOENT) is right everywhere else.
      */
     private final boolean emptyNextEndsPoll;
+    /**
+     * SoftiWARP: the queue pairs of this queue's error completions are told
+     * ({@link QueuePair#errorSeen}), so that a post that would never complete there is refused
+     * ({@link Quirks#SIW_POST_IN_ERROR_NEVER_COMPLETES}); false elsewhere, and the poll does nothing more.
+     */
+    private final boolean noteErrors;
     /** The provider ended the poll (see {@link #emptyNextEndsPoll}): the next endPoll() calls nothing. */
     private boolean endedByProvider;
 
@@ -141,6 +155,7 @@ public final class CompletionQueue extends Resource {
         this.exFns = null;
         this.pollAttr = null;
         this.emptyNextEndsPoll = false;
+        this.noteErrors = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
         try {
             this.pollFn = DataPath.op(context, DataPath.POLL);
             this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
@@ -160,6 +175,7 @@ public final class CompletionQueue extends Resource {
         this.fields = fields.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(fields));
         this.exFns = new MemorySegment[3 + Read.values().length];
         this.pollAttr = Arena.ofAuto().allocate(8, 8);
+        this.noteErrors = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
         try {
             this.pollFn = DataPath.op(context, DataPath.POLL);
             this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
@@ -167,7 +183,7 @@ public final class CompletionQueue extends Resource {
             exFns[0] = exFn(cq, ibv_cq_ex.start_poll$offset(), "start_poll");
             exFns[1] = exFn(cq, ibv_cq_ex.next_poll$offset(), "next_poll");
             exFns[2] = exFn(cq, ibv_cq_ex.end_poll$offset(), "end_poll");
-            this.emptyNextEndsPoll = Doctor.isRxeBefore(exFns[0], 55);
+            this.emptyNextEndsPoll = Quirks.RXE_EMPTY_NEXT_POLL_ENDS_POLL.affects(exFns[0]);
             for (Read r : Read.values()) {
                 // The provider sets only the accessors of the fields asked for; the others stay unread.
                 exFns[3 + r.ordinal()] = r.field == null || this.fields.contains(r.field)
@@ -289,9 +305,12 @@ public final class CompletionQueue extends Resource {
         Objects.requireNonNull(batch, "batch");
         int n;
         try {
-            n = fields == null
-                    ? (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment)
-                    : (int) DataPath.POLL_CQ_EX.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment);
+            if (fields == null) {
+                n = (int) DataPath.POLL_CQ.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment);
+            } else {
+                requireNoCursorOnThisThread("poll");
+                n = (int) DataPath.POLL_CQ_EX.invokeExact(pollFn, ptr(), batch.capacity, batch.callSegment);
+            }
         } catch (IllegalStateException e) {
             throw isOpen() && !batch.segment.scope().isAlive()
                     ? new IllegalStateException("the memory of the WorkCompletions batch has been freed (its arena is closed)", e)
@@ -306,7 +325,22 @@ public final class CompletionQueue extends Resource {
             throw Native.fail("ibv_poll_cq", -n, Native.NO_HINT);
         }
         batch.count = n;
+        if (noteErrors) {
+            noteErrors(batch, n);
+        }
         return n;
+    }
+
+    /** Tells the queue pair of each error completion of {@code batch} that it may be in ERR (SoftiWARP only). */
+    private void noteErrors(WorkCompletions batch, int n) {
+        for (int i = 0; i < n; i++) {
+            if (batch.status(i) != WcStatus.SUCCESS) {
+                QueuePair qp = context.queuePairNumbered(batch.qpNumber(i));
+                if (qp != null) {
+                    qp.errorSeen = true;
+                }
+            }
+        }
     }
 
     /** {@return whether it was created by {@code ibv_create_cq_ex} (the extended polling below works)} */
@@ -317,6 +351,18 @@ public final class CompletionQueue extends Resource {
     /** {@return the fields asked for at creation: empty for a classic queue} */
     public Set<WcField> fields() {
         return fields == null ? Set.of() : fields;
+    }
+
+    /**
+     * Refuses a call that takes the provider's queue lock on the thread whose {@link #startPoll()}
+     * holds it: the call would wait for that thread, itself, for ever.
+     */
+    private void requireNoCursorOnThisThread(String call) {
+        if (cursorOwner == Thread.currentThread()) {
+            throw new IllegalStateException(call + "() of " + this + " between startPoll() and endPoll() on the same "
+                    + "thread: the provider holds the queue's lock until endPoll(), and the call would wait for it for ever; "
+                    + "call endPoll() first");
+        }
     }
 
     private void requireExtended() {
@@ -351,6 +397,7 @@ public final class CompletionQueue extends Resource {
         if (rc == 0) {
             polling = true;
             current = true;
+            cursorOwner = Thread.currentThread();
             return true;
         }
         if (rc == Errno.ENOENT) {
@@ -382,6 +429,7 @@ public final class CompletionQueue extends Resource {
         if (rc == Errno.ENOENT && emptyNextEndsPoll) {
             polling = false;
             endedByProvider = true;
+            cursorOwner = null;
         }
         if (rc == 0 || rc == Errno.ENOENT) {
             return current;
@@ -406,6 +454,7 @@ public final class CompletionQueue extends Resource {
         }
         polling = false;
         current = false;
+        cursorOwner = null;
         try {
             END_POLL.invokeExact(exFns[2], ptr());
         } catch (IllegalStateException e) {
@@ -650,6 +699,7 @@ public final class CompletionQueue extends Resource {
         if (channel == null) {
             throw new IllegalStateException(this + " has no completion channel to notify");
         }
+        requireNoCursorOnThisThread("requestNotification");
         int rc;
         try {
             rc = (int) DataPath.REQ_NOTIFY_CQ.invokeExact(notifyFn, ptr(), solicitedOnly ? 1 : 0);
@@ -680,12 +730,15 @@ public final class CompletionQueue extends Resource {
      * @return the number of completions polled into {@code batch}; 0 if none came in time
      * @throws NullPointerException  if an argument is null
      * @throws IllegalStateException if the queue has no completion channel or shares it with another
-     *                               queue, or if the queue or the channel is closed (also while waiting:
-     *                               a close wakes the waiter within about 50 ms)
+     *                               queue, if the queue or the channel is closed (also while waiting:
+     *                               a close wakes the waiter within about 50 ms), if the thread is
+     *                               interrupted while waiting (its interrupt status stays set), or
+     *                               between {@link #startPoll()} and {@link #endPoll()} on this thread
      * @throws VerbsException        if polling, {@code ibv_req_notify_cq} or {@code ibv_get_cq_event} fails
      */
     public int await(WorkCompletions batch, Duration timeout) {
         Objects.requireNonNull(batch, "batch");
+        requireNoCursorOnThisThread("await");
         long deadline = Native.deadline(Objects.requireNonNull(timeout, "timeout"));
         if (channel == null) {
             throw new IllegalStateException(this + " has no completion channel to wait on: create it with one, or poll");
@@ -726,6 +779,7 @@ public final class CompletionQueue extends Resource {
         if (entries <= 0) {
             throw new IllegalArgumentException("a completion queue needs at least one entry, not " + entries);
         }
+        requireNoCursorOnThisThread("resize");
         MemorySegment cq = handle();
         check("ibv_resize_cq", e -> e == Errno.EINVAL ? entries + " entries is more than the device's max_cqe, "
                 + "or fewer than the completions it holds now" : null,

@@ -16,6 +16,7 @@ import io.github.panamaverbs.bindings.verbs_context;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.Quirks;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -24,6 +25,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -425,6 +427,50 @@ public final class Context extends Resource {
 
     void register(Resource r, long address) {
         byAddress.put(address, r);
+    }
+
+    /** This context's queue pairs by number, for {@link CompletionQueue}'s note of error completions (SoftiWARP). */
+    private final Map<Integer, QueuePair> byNumber = new ConcurrentHashMap<>();
+
+    void registerNumber(QueuePair qp, int qpNum) {
+        byNumber.put(qpNum, qp);
+    }
+
+    void unregisterNumber(QueuePair qp, int qpNum) {
+        byNumber.remove(qpNum, qp);
+    }
+
+    QueuePair queuePairNumbered(int qpNum) {
+        return byNumber.get(qpNum);
+    }
+
+    /** The provider bugs of {@link Quirks} that affect this device, found once (they read /proc/self/maps). */
+    private volatile Set<Quirks> quirks;
+
+    /** Whether {@code q} affects this device: for the checks that objects make when they are created, never per call. */
+    boolean has(Quirks q) {
+        Set<Quirks> known = quirks;
+        if (known == null) {
+            known = Quirks.affecting(DataPath.op(this, DataPath.POST_SEND));
+            quirks = known;
+        }
+        return known.contains(q);
+    }
+
+    /** This context's type 2 memory windows by index (rkey >>> 8), for the checks of a local invalidation. */
+    private final Map<Integer, MemoryWindow> windows = new ConcurrentHashMap<>();
+
+    void registerWindow(MemoryWindow w, int rkey) {
+        windows.put(rkey >>> 8, w);
+    }
+
+    void unregisterWindow(MemoryWindow w, int rkey) {
+        windows.remove(rkey >>> 8, w);
+    }
+
+    /** The open type 2 window whose index {@code rkey} has, or null. */
+    MemoryWindow windowOf(int rkey) {
+        return windows.get(rkey >>> 8);
     }
 
     CompletionQueue completionQueueAt(long address) {

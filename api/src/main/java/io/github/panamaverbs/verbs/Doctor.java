@@ -6,6 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.internal.NativeLibraries;
+import io.github.panamaverbs.internal.Quirks;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -194,58 +195,8 @@ public final class Doctor {
         return all;
     }
 
-    /** The file a library was loaded from, from /proc/self/maps (it stays mapped: the bindings hold it). */
     private static Optional<Path> loadedFile(String library) {
-        String stem = library.substring(0, library.indexOf(".so") + 3);
-        try (Arena arena = Arena.ofConfined()) {
-            java.lang.foreign.SymbolLookup.libraryLookup(library, arena);
-            try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
-                return lines.map(l -> l.substring(l.lastIndexOf(' ') + 1)).filter(p -> p.contains("/" + stem))
-                        .findFirst().map(Path::of).map(Doctor::realPath);
-            }
-        } catch (IOException | RuntimeException e) {
-            return Optional.empty();
-        }
-    }
-
-    /** The rdma-core release of the libibverbs this process loaded (44 for libibverbs.so.1.14.44.0); -1 if unknown. */
-    static int rdmaCoreRelease() {
-        return Release.LOADED;
-    }
-
-    /** The release, read once (the library's file does not change while it is loaded). */
-    private static final class Release {
-        static final int LOADED = read();
-
-        private static int read() {
-            return loadedFile(NativeLibraries.LIBIBVERBS).map(f -> {
-                Matcher m = Pattern.compile("\\.so\\.\\d+\\.\\d+\\.(\\d+)\\.\\d+$").matcher(f.getFileName().toString());
-                return m.find() ? Integer.parseInt(m.group(1)) : -1;
-            }).orElse(-1);
-        }
-    }
-
-    /**
-     * Whether the provider function {@code fn} is Soft-RoCE's (librxe) from an rdma-core older than
-     * {@code release}: for the provider bugs the API works around, each fixed in a known release.
-     */
-    static boolean isRxeBefore(MemorySegment fn, int release) {
-        int loaded = rdmaCoreRelease();
-        return loaded > 0 && loaded < release
-                && mappedFile(fn.address()).map(f -> f.contains("/librxe-")).orElse(false);
-    }
-
-    /** The file mapped at {@code address} in this process (a provider's library, for a function pointer), if any. */
-    static Optional<String> mappedFile(long address) {
-        try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
-            return lines.map(l -> l.split("\\s+", 6)).filter(f -> f.length == 6 && f[5].startsWith("/")).filter(f -> {
-                String[] range = f[0].split("-");
-                return Long.compareUnsigned(address, Long.parseUnsignedLong(range[0], 16)) >= 0
-                        && Long.compareUnsigned(address, Long.parseUnsignedLong(range[1], 16)) < 0;
-            }).map(f -> f[5]).findFirst();
-        } catch (IOException | RuntimeException e) {
-            return Optional.empty();
-        }
+        return Quirks.loadedFile(library);
     }
 
     /** " (rdma-core 44)" for libibverbs.so.1.14.44.0: rdma-core puts its release in the file name. */
@@ -255,13 +206,6 @@ public final class Doctor {
                 + ", rdma-core " + m.group(3) + ")" : "";
     }
 
-    private static Path realPath(Path p) {
-        try {
-            return p.toRealPath();
-        } catch (IOException e) {
-            return p;
-        }
-    }
 
     /** The device providers (librxe-rdmav34.so, libmlx5-rdmav34.so …) beside libibverbs. */
     private static void providers(List<Finding> out) {
@@ -369,6 +313,7 @@ public final class Doctor {
                 int ports = ctx.queryDevice().physPortCnt();
                 out.add(new Finding("devices", Status.OK, device.name() + ": " + device.transport() + ", "
                         + ports + " port(s), node GUID " + device.guidString(), null));
+                quirks(out, device, DataPath.op(ctx, DataPath.POST_SEND));
                 List<GidEntry> gids;
                 try {
                     gids = ctx.gidTable();
@@ -382,6 +327,22 @@ public final class Doctor {
             } catch (VerbsException e) {
                 out.add(new Finding("devices", Status.PROBLEM, device.name() + ": cannot open: " + e.getMessage(),
                         "check the permissions on /dev/infiniband (above), or 'ulimit -l' if the error says ENOMEM"));
+            }
+        }
+    }
+
+    /**
+     * The provider bugs of the API's table ({@link Quirks}) that affect {@code device} (whose provider
+     * function is {@code fn}), as information: the API works around each (a type 2 window allocated on
+     * Soft-RoCE with the opt-in logs a warning itself).
+     */
+    private static void quirks(List<Finding> out, Device device, MemorySegment fn) {
+        for (Quirks q : Quirks.values()) {
+            if (q.affects(fn)) {
+                boolean panic = q == Quirks.RXE_TYPE2_WINDOW_INVALIDATE_PANIC;
+                out.add(new Finding("provider quirks", Status.INFO, device.name() + ": " + q.summary(),
+                        panic ? "use type 1 windows or memory regions on Soft-RoCE; never give a type 2 window's rkey "
+                                + "to a peer you do not trust" : null));
             }
         }
     }

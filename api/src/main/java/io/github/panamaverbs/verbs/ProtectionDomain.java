@@ -243,6 +243,9 @@ public final class ProtectionDomain extends Resource {
      * @throws IllegalStateException if this domain is closed
      * @throws VerbsException        if {@code ibv_alloc_mw} fails: EOPNOTSUPP where the device has no
      *                               memory windows (SoftiWARP) or not of this type
+     * @throws UnsupportedOperationException for a type 2 window on Soft-RoCE, whose kernel a peer can
+     *                               panic through one, unless {@code -Dpanamaverbs.unsafe.rxeType2Windows=true}
+     *                               (see {@link MemoryWindow})
      */
     public MemoryWindow allocateMemoryWindow(MemoryWindow.Type type) {
         return MemoryWindow.allocate(this, type);

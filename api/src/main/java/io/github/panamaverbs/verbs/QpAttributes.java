@@ -5,6 +5,7 @@ import io.github.panamaverbs.bindings.ibv_qp_cap;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -68,7 +69,7 @@ public final class QpAttributes {
      * @throws NullPointerException if {@code state} is null
      */
     public QpAttributes state(QpState state) {
-        ibv_qp_attr.qp_state(attr, state.value);
+        ibv_qp_attr.qp_state(attr, Objects.requireNonNull(state, "state").value);
         return set(IBV_QP_STATE);
     }
 
@@ -112,7 +113,7 @@ public final class QpAttributes {
      * @throws NullPointerException if {@code flags} is null
      */
     public QpAttributes accessFlags(Set<AccessFlag> flags) {
-        ibv_qp_attr.qp_access_flags(attr, AccessFlag.mask(flags));
+        ibv_qp_attr.qp_access_flags(attr, AccessFlag.mask(Objects.requireNonNull(flags, "flags")));
         return set(IBV_QP_ACCESS_FLAGS);
     }
 
@@ -145,7 +146,7 @@ public final class QpAttributes {
      * @throws NullPointerException if {@code mtu} is null
      */
     public QpAttributes pathMtu(Mtu mtu) {
-        ibv_qp_attr.path_mtu(attr, mtu.value);
+        ibv_qp_attr.path_mtu(attr, Objects.requireNonNull(mtu, "mtu").value);
         return set(IBV_QP_PATH_MTU);
     }
 
@@ -249,7 +250,8 @@ public final class QpAttributes {
     /**
      * {@code retry_cnt} ({@code IBV_QP_RETRY_CNT}).
      *
-     * @param n the transport retries, 0 to 7
+     * @param n the transport retries, 0 to 7 (Soft-RoCE retries for ever with 7, so
+     *          {@link QueuePair#modify} refuses 7 there)
      * @return these attributes
      */
     public QpAttributes retryCount(int n) {
@@ -287,7 +289,7 @@ public final class QpAttributes {
      * @throws NullPointerException if {@code av} is null
      */
     public QpAttributes addressVector(AddressVector av) {
-        av.writeTo(ibv_qp_attr.ah_attr(attr));
+        Objects.requireNonNull(av, "av").writeTo(ibv_qp_attr.ah_attr(attr));
         return set(IBV_QP_AV);
     }
 

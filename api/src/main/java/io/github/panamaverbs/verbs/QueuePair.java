@@ -8,6 +8,7 @@ import io.github.panamaverbs.bindings.ibv_qp_init_attr_ex;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.Quirks;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.security.SecureRandom;
@@ -72,6 +73,20 @@ public final class QueuePair extends Resource {
     private final int psn = RANDOM.nextInt() & 0xffffff;
     private final boolean hasSrq;
     private volatile QpState state;
+    /** SoftiWARP: a request posted in ERR never completes ({@link Quirks#SIW_POST_IN_ERROR_NEVER_COMPLETES}). */
+    private final boolean postsInErrNeverComplete;
+    /**
+     * Held while a post that binds or invalidates memory windows records what it does and posts it,
+     * and by a {@link SendBatch} that binds or invalidates one, from the first such request to its end.
+     */
+    final java.util.concurrent.locks.ReentrantLock windowLock = new java.util.concurrent.locks.ReentrantLock();
+    /**
+     * An error completion of this queue pair was polled (noted on SoftiWARP only): the kernel may have
+     * moved it to ERR, which Java did not see; the next post asks ({@code ibv_query_qp}).
+     */
+    volatile boolean errorSeen;
+    /** The connection manager reported the connection gone (DISCONNECTED) and moved it to ERR. */
+    private volatile boolean connectionGone;
     /** The ibv_wr_* API, for a queue pair created with send operations; else null. */
     private final SendBatch batch;
 
@@ -106,10 +121,12 @@ public final class QueuePair extends Resource {
             this.capabilities = granted[0];
             this.qpNum = ibv_qp.qp_num(ptr());
             this.hasSrq = init.srq != null;
+            this.postsInErrNeverComplete = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
             this.postSendFn = DataPath.op(context, DataPath.POST_SEND);
             this.postRecvFn = DataPath.op(context, DataPath.POST_RECV);
             this.batch = init.sendOps == null ? null : new SendBatch(this, qpEx(), init.sendOps);
             context.register(this, ptr().address());
+            context.registerNumber(this, qpNum);
             afterCreate();
         } catch (RuntimeException | Error e) {
             abandon(e);
@@ -267,6 +284,10 @@ public final class QueuePair extends Resource {
             throw new IllegalArgumentException("no attribute set");
         }
         MemorySegment q = handle();
+        if ((attributes.mask & QpAttributes.IBV_QP_RETRY_CNT) != 0
+                && (io.github.panamaverbs.bindings.ibv_qp_attr.retry_cnt(attributes.attr) & 0xff) == 7) {
+            checkRetryCount(context, 7);
+        }
         boolean changes = (attributes.mask & QpAttributes.IBV_QP_STATE) != 0;
         String to = changes ? " to " + attributes.state() : "";
         Jfr.QueuePairState event = changes ? new Jfr.QueuePairState() : null;
@@ -281,6 +302,17 @@ public final class QueuePair extends Resource {
             QpState from = state;
             state = attributes.state();
             commit(event, from, state);
+        }
+    }
+
+    /**
+     * Refuses a transport retry count of 7 on Soft-RoCE, which retries for ever with it
+     * ({@link Quirks#RXE_RETRY_COUNT_SEVEN_IS_FOREVER}): a peer that died would never be reported.
+     */
+    static void checkRetryCount(Context context, int retryCount) {
+        if (retryCount == 7 && context.has(Quirks.RXE_RETRY_COUNT_SEVEN_IS_FOREVER)) {
+            throw new IllegalArgumentException("a retry count of 7 retries for ever on Soft-RoCE (" + context.device().name()
+                    + "): a peer that died would never be reported; use 0 to 6 (the default is 6)");
         }
     }
 
@@ -487,11 +519,22 @@ public final class QueuePair extends Resource {
      * @throws NullPointerException  if {@code request} is null
      * @throws VerbsException        naming the first request that was not posted and why
      * @throws IllegalStateException if this queue pair, a memory region or an address handle of the
-     *                               chain is closed, a request's memory was freed, or a request on a UD
-     *                               queue pair has no destination
+     *                               chain is closed, a request's memory was freed, a request on a UD
+     *                               queue pair has no destination; if this thread has a {@link SendBatch}
+     *                               of this queue pair under way (the post would wait for ever for the
+     *                               lock the batch holds); if a request binds a type 2 window that is
+     *                               bound, or invalidates ({@code LOCAL_INV}) a key of a type 2 window
+     *                               that is not bound under it through this queue pair (see
+     *                               {@link MemoryWindow}); or, on SoftiWARP, if the queue pair is known to
+     *                               be in ERR (the request would never complete there)
      */
     public void postSend(SendRequest request) {
-        Objects.requireNonNull(request, "request").checkChain(type);
+        boolean windows = Objects.requireNonNull(request, "request").checkChain(type);
+        checkPostable(true);
+        if (windows) {
+            postWindowChain(request);
+            return;
+        }
         int rc;
         try {
             rc = (int) DataPath.POST.invokeExact(postSendFn, ptr(), request.callWr, request.callBadWr);
@@ -504,6 +547,58 @@ public final class QueuePair extends Resource {
         }
         if (rc != 0) {
             throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
+        }
+    }
+
+    /**
+     * A post that binds or invalidates type 2 memory windows: what it does to them is recorded first
+     * (refused when the kernel would trip on it) and undone for the requests that were not posted.
+     * Serialized per queue pair ({@link #windowLock}), so that what is recorded follows the order in
+     * which the requests enter the send queue.
+     */
+    private void postWindowChain(SendRequest request) {
+        windowLock.lock();
+        try {
+            var changes = request.recordWindowChanges(this);
+            int rc;
+            try {
+                rc = (int) DataPath.POST.invokeExact(postSendFn, ptr(), request.callWr, request.callBadWr);
+            } catch (Throwable t) {
+                SendRequest.undoFrom(changes, 0);
+                throw t instanceof IllegalStateException e ? closed(e) : Native.rethrow(t);
+            } finally {
+                Reference.reachabilityFence(request);
+            }
+            if (rc != 0) {
+                int failed = Math.max(0, request.failedIndex());
+                SendRequest.postedBefore(changes, failed);
+                SendRequest.undoFrom(changes, failed);
+                throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
+            }
+            SendRequest.postedBefore(changes, Integer.MAX_VALUE);
+        } finally {
+            windowLock.unlock();
+        }
+    }
+
+    /**
+     * Refuses, in Java, a post that would hang or never complete: on this thread while its
+     * {@link SendBatch} is under way (the provider holds the send queue's lock until complete() or
+     * abort(): a post would wait for it for ever), and on SoftiWARP once the queue pair is known to
+     * be in ERR (the request would never be flushed: {@link Quirks#SIW_POST_IN_ERROR_NEVER_COMPLETES}).
+     */
+    private void checkPostable(boolean send) {
+        if (send && batch != null && batch.isUnderWayOnThisThread()) {
+            throw new IllegalStateException("a SendBatch of " + this + " is under way on this thread (the provider holds "
+                    + "the send queue's lock until complete() or abort()): post through the batch, or end it first");
+        }
+        if (postsInErrNeverComplete && errorSeen && state != QpState.ERR) {
+            errorSeen = false;
+            query(); // one system call, after an error completion only: the kernel's state
+        }
+        if (postsInErrNeverComplete && state == QpState.ERR) {
+            throw new IllegalStateException(this + " is in ERR (" + (connectionGone ? "its connection is gone" : "moved there")
+                    + "): on SoftiWARP a request posted now would never complete; reset and connect it again, or close it");
         }
     }
 
@@ -588,7 +683,9 @@ public final class QueuePair extends Resource {
      */
     public int bindMemoryWindow(MemoryWindow window, MemoryRegion region, long offset, long length,
                                 Set<AccessFlag> access, long wrId, boolean signaled) {
-        return Objects.requireNonNull(window, "window").bind(this, region, offset, length, access, wrId, signaled);
+        Objects.requireNonNull(window, "window");
+        checkPostable(true); // ibv_bind_mw posts a bind through the send queue
+        return window.bind(this, region, offset, length, access, wrId, signaled);
     }
 
     /**
@@ -609,6 +706,7 @@ public final class QueuePair extends Resource {
             throw new IllegalStateException(this + " receives from a shared receive queue: post there");
         }
         Objects.requireNonNull(request, "request").checkChain(type);
+        checkPostable(false);
         int rc;
         try {
             rc = (int) DataPath.POST.invokeExact(postRecvFn, ptr(), request.callWr, request.callBadWr);
@@ -634,6 +732,14 @@ public final class QueuePair extends Resource {
         };
     }
 
+    /** Its connection is gone (a DISCONNECTED event): moves it to ERR, so that what is outstanding is flushed. */
+    void connectionGone() {
+        connectionGone = true;
+        if (state != QpState.ERR) {
+            toError();
+        }
+    }
+
     /** A state librdmacm moved this queue pair to. */
     void stateChanged(QpState newState) {
         QpState from = state;
@@ -649,6 +755,7 @@ public final class QueuePair extends Resource {
             Native.check("ibv_destroy_qp", Native.NO_HINT, c -> (int) DESTROY.invokeExact(c.errno(), address));
         }
         context.unregister(address.address());
+        context.unregisterNumber(this, qpNum);
     }
 
     @Override

@@ -45,11 +45,12 @@ public final class ReceiveRequest extends WorkRequest<ReceiveRequest> {
     }
 
     @Override
-    void checkOwn(int index, QpType type) {
+    boolean checkOwn(int index, QpType type) {
+        return false;
     }
 
     @Override
     public String toString() {
-        return "ReceiveRequest[wr_id=" + id() + ", sges=" + sgeCount() + "]";
+        return isAlive() ? "ReceiveRequest[wr_id=" + id() + ", sges=" + sgeCount() + "]" : "ReceiveRequest[freed]";
     }
 }

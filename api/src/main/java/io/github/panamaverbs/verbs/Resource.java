@@ -17,7 +17,8 @@ import java.util.Set;
  * or uses it is still open: closing a {@link ProtectionDomain} with a live memory region or queue
  * pair, a completion queue that a queue pair still uses, or a context with anything open under it
  * throws {@link IllegalStateException} naming what is still open, and leaves everything open.
- * Close in the reverse order of creation; try-with-resources does exactly that. Closing twice
+ * Close in the reverse order of creation; try-with-resources does exactly that. (A type 2
+ * {@link MemoryWindow} uses each queue pair it was bound through, until it is closed.) Closing twice
  * throws {@link IllegalStateException}; so does any use after close.
  *
  * <p>Each resource owns a shared {@link Arena}; the pointer to its C struct is a segment of that
@@ -139,14 +140,15 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
         return parent.handle();
     }
 
-    private synchronized void addUser(Resource user) {
+    /** Makes {@code user} one of the resources that must close before this one (also after creation: a window bound through a queue pair). */
+    final synchronized void addUser(Resource user) {
         if (closed) {
             throw new IllegalStateException(this + " is closed");
         }
         users.add(user);
     }
 
-    private synchronized void removeUser(Resource user) {
+    final synchronized void removeUser(Resource user) {
         users.remove(user);
     }
 

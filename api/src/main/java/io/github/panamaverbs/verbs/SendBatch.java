@@ -10,6 +10,7 @@ import io.github.panamaverbs.bindings.ibv_qp_ex;
 import io.github.panamaverbs.bindings.ibv_sge;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
+import io.github.panamaverbs.internal.Quirks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
@@ -86,6 +87,10 @@ public final class SendBatch {
     private boolean needsDestination;
     private int requests;
     private long firstId;
+    /** The thread that started the batch under way: a post of its own on the queue pair would wait for ever. */
+    private Thread owner;
+    /** What the batch's binds and invalidations did to memory windows: undone if it is not posted. */
+    private final java.util.List<MemoryWindow.Change> windowChanges = new java.util.ArrayList<>();
 
     SendBatch(QueuePair qp, MemorySegment qpEx, Set<SendOpcode> ops) {
         this.qp = qp;
@@ -112,7 +117,7 @@ public final class SendBatch {
         sgeList = arena.allocate(MemoryLayout.sequenceLayout(Math.max(1, qp.capabilities().maxSendSge()), ibv_sge.layout()));
         bufList = arena.allocate(MemoryLayout.sequenceLayout(MAX_INLINE_BUFFERS, ibv_data_buf.layout()));
         bindInfo = arena.allocate(ibv_mw_bind_info.layout());
-        sgeListTotalIsWrong = Doctor.isRxeBefore(setSgeList, 64);
+        sgeListTotalIsWrong = Quirks.RXE_SGE_LIST_TOTAL.affects(setSgeList);
     }
 
     /** The ibv_qp_ex operation flag of {@code op}, 0 where the batch API does not offer it. */
@@ -175,6 +180,7 @@ public final class SendBatch {
         }
         callVoid(start);
         started = true;
+        owner = Thread.currentThread();
         inRequest = false;
         needsDestination = false;
         requests = 0;
@@ -372,7 +378,52 @@ public final class SendBatch {
      * @throws IllegalStateException as {@link #sendWithImmediate(int)}, for LOCAL_INV
      */
     public SendBatch localInvalidate(int rkey) {
-        return begin(SendOpcode.LOCAL_INV, localInv).callInt(localInv, rkey);
+        requireStarted();
+        holdWindowLock();
+        MemoryWindow.Change c = MemoryWindow.invalidatePosted(qp, rkey);
+        try {
+            begin(SendOpcode.LOCAL_INV, localInv).callInt(localInv, rkey);
+        } catch (RuntimeException e) {
+            if (c != null) {
+                c.undo();
+            }
+            throw e;
+        }
+        if (c != null) {
+            windowChanges.add(c);
+        }
+        return this;
+    }
+
+    /**
+     * Takes the queue pair's window lock for the rest of the batch (see {@link QueuePair#windowLock}),
+     * unless another thread holds it: that thread's post waits for this batch's end (the provider's
+     * queue lock), so waiting for it here would wait for ever.
+     */
+    private void holdWindowLock() {
+        if (!qp.windowLock.isHeldByCurrentThread() && !qp.windowLock.tryLock()) {
+            throw new IllegalStateException("another thread is posting a memory window bind or invalidation on " + qp
+                    + ", which waits for this batch: abort() or complete() it, then bind or invalidate");
+        }
+    }
+
+    /** Ends what {@link #holdWindowLock()} and the window changes began; {@code posted}: keep the changes. */
+    private void endWindows(boolean posted) {
+        if (!posted) {
+            for (int k = windowChanges.size() - 1; k >= 0; k--) {
+                windowChanges.get(k).undo();
+            }
+        }
+        windowChanges.clear();
+        owner = null;
+        if (qp.windowLock.isHeldByCurrentThread()) {
+            qp.windowLock.unlock();
+        }
+    }
+
+    /** Whether this thread has started the batch under way (a post of its own would wait for the provider's lock). */
+    boolean isUnderWayOnThisThread() {
+        return started && owner == Thread.currentThread();
     }
 
     /**
@@ -395,13 +446,19 @@ public final class SendBatch {
                                       Set<AccessFlag> access) {
         int mask = Objects.requireNonNull(window, "window").checkBind(MemoryWindow.Type.TYPE_2, region, offset, length, access);
         MemorySegment mw = window.handle();
-        begin(SendOpcode.BIND_MW, bindMw);
-        MemoryWindow.writeBindInfo(bindInfo, region, offset, length, mask);
+        requireStarted();
+        holdWindowLock();
+        MemoryWindow.Change c = window.bindPosted(qp, rkey);
         try {
+            begin(SendOpcode.BIND_MW, bindMw);
+            MemoryWindow.writeBindInfo(bindInfo, region, offset, length, mask);
             BIND_MW.invokeExact(bindMw, handle(), mw, rkey, bindInfo);
         } catch (Throwable t) {
+            c.undo();
             throw rethrow(t);
         }
+        c.posted(); // the provider read the window's key: the new one is its from here on (undone by abort)
+        windowChanges.add(c);
         return this;
     }
 
@@ -620,8 +677,10 @@ public final class SendBatch {
         try {
             rc = (int) COMPLETE.invokeExact(complete, handle());
         } catch (Throwable t) {
+            endWindows(false);
             throw rethrow(t);
         }
+        endWindows(rc == 0);
         if (rc != 0) {
             throw new VerbsException("ibv_wr_complete", rc, "none of the " + requests + " requests of the batch (wr_id "
                     + firstId + " first) was posted on " + qp + (rc == Errno.ENOMEM || rc == Errno.ENOSPC
@@ -639,6 +698,7 @@ public final class SendBatch {
     public void abort() {
         requireStarted();
         started = false;
+        endWindows(false);
         callVoid(abort);
     }
 

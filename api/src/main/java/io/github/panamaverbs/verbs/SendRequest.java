@@ -7,6 +7,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.github.panamaverbs.bindings.ibv_send_wr;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
@@ -107,13 +110,13 @@ public final class SendRequest extends WorkRequest<SendRequest> {
             throw new UnsupportedOperationException(opcode + " is not supported by SendRequest yet: "
                     + "it needs request fields (a memory window bind, a TSO header) that it cannot set");
         }
-        segment.set(JAVA_INT, OPCODE, opcode.value);
+        putInt(OPCODE, opcode.value);
         return this;
     }
 
     /** {@return {@code opcode}: the operation} */
     public SendOpcode opcode() {
-        return SendOpcode.of(segment.get(JAVA_INT, OPCODE));
+        return SendOpcode.of(getInt(OPCODE));
     }
 
     /**
@@ -124,18 +127,18 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @throws NullPointerException if {@code flags} is null
      */
     public SendRequest flags(Set<SendFlag> flags) {
-        segment.set(JAVA_INT, SEND_FLAGS, SendFlag.mask(Objects.requireNonNull(flags, "flags")));
+        putInt(SEND_FLAGS, SendFlag.mask(Objects.requireNonNull(flags, "flags")));
         return this;
     }
 
     /** {@return {@code send_flags}: the flags set} */
     public Set<SendFlag> flags() {
-        return SendFlag.of(segment.get(JAVA_INT, SEND_FLAGS));
+        return SendFlag.of(getInt(SEND_FLAGS));
     }
 
     private SendRequest flag(SendFlag flag, boolean on) {
-        int f = segment.get(JAVA_INT, SEND_FLAGS);
-        segment.set(JAVA_INT, SEND_FLAGS, on ? f | flag.value : f & ~flag.value);
+        int f = getInt(SEND_FLAGS);
+        putInt(SEND_FLAGS, on ? f | flag.value : f & ~flag.value);
         return this;
     }
 
@@ -192,7 +195,12 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @throws IllegalArgumentException if {@code data} is a heap segment, or longer than 2<sup>31</sup> - 1 bytes
      */
     public SendRequest inlineData(MemorySegment data) {
-        sgl.inline(Objects.requireNonNull(data, "data"));
+        Objects.requireNonNull(data, "data");
+        try {
+            sgl.inline(data);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
         return inline(true);
     }
 
@@ -205,8 +213,8 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      */
     public SendRequest rdma(long remoteAddress, int rkey) {
         ah = null;
-        segment.set(JAVA_LONG, RDMA_ADDR, remoteAddress);
-        segment.set(JAVA_INT, RDMA_RKEY, rkey);
+        putLong(RDMA_ADDR, remoteAddress);
+        putInt(RDMA_RKEY, rkey);
         return this;
     }
 
@@ -228,10 +236,10 @@ public final class SendRequest extends WorkRequest<SendRequest> {
                     + Long.toHexString(remoteAddress));
         }
         ah = null;
-        segment.set(JAVA_LONG, ATOMIC_ADDR, remoteAddress);
-        segment.set(JAVA_LONG, ATOMIC_COMPARE_ADD, compareAdd);
-        segment.set(JAVA_LONG, ATOMIC_SWAP, swap);
-        segment.set(JAVA_INT, ATOMIC_RKEY, rkey);
+        putLong(ATOMIC_ADDR, remoteAddress);
+        putLong(ATOMIC_COMPARE_ADD, compareAdd);
+        putLong(ATOMIC_SWAP, swap);
+        putInt(ATOMIC_RKEY, rkey);
         return this;
     }
 
@@ -243,7 +251,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @return this request
      */
     public SendRequest immediate(int value) {
-        segment.set(JAVA_INT, IMM_DATA, Integer.reverseBytes(value));
+        putInt(IMM_DATA, Integer.reverseBytes(value));
         return this;
     }
 
@@ -256,7 +264,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @return this request
      */
     public SendRequest invalidateRkey(int rkey) {
-        segment.set(JAVA_INT, IMM_DATA, rkey);
+        putInt(IMM_DATA, rkey);
         return this;
     }
 
@@ -272,9 +280,9 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      */
     public SendRequest datagram(AddressHandle destination, int remoteQpn, int remoteQkey) {
         Objects.requireNonNull(destination, "destination");
-        segment.set(ADDRESS, UD_AH, destination.ptr());
-        segment.set(JAVA_INT, UD_QPN, remoteQpn);
-        segment.set(JAVA_INT, UD_QKEY, remoteQkey);
+        putAddress(UD_AH, destination.ptr());
+        putInt(UD_QPN, remoteQpn);
+        putInt(UD_QKEY, remoteQkey);
         this.ah = destination;
         return this;
     }
@@ -308,11 +316,11 @@ public final class SendRequest extends WorkRequest<SendRequest> {
                                         Set<AccessFlag> access) {
         int mask = Objects.requireNonNull(window, "window").checkBind(MemoryWindow.Type.TYPE_2, region, offset, length, access);
         MemorySegment mw = window.handle();
-        segment.set(ADDRESS, BIND_MW_MW, mw);
-        segment.set(JAVA_INT, BIND_MW_RKEY, rkey);
+        putAddress(BIND_MW_MW, mw);
+        putInt(BIND_MW_RKEY, rkey);
         MemoryWindow.writeBindInfo(segment.asSlice(BIND_MW_INFO, io.github.panamaverbs.bindings.ibv_mw_bind_info.sizeof()),
                 region, offset, length, mask);
-        segment.set(JAVA_INT, OPCODE, SendOpcode.BIND_MW.value);
+        putInt(OPCODE, SendOpcode.BIND_MW.value);
         this.window = window;
         this.windowRegion = region;
         return this;
@@ -325,8 +333,9 @@ public final class SendRequest extends WorkRequest<SendRequest> {
 
     /** On a UD queue pair every request needs a live address handle: C would follow a wild pointer. */
     @Override
-    void checkOwn(int index, QpType type) {
-        if (segment.get(JAVA_INT, OPCODE) == SendOpcode.BIND_MW.value) {
+    boolean checkOwn(int index, QpType type) {
+        int opcode = getInt(OPCODE);
+        if (opcode == SendOpcode.BIND_MW.value) {
             if (window == null) {
                 throw new IllegalStateException("work request #" + index + " is a BIND_MW with no window: "
                         + "set it with bindMemoryWindow(...)");
@@ -345,10 +354,58 @@ public final class SendRequest extends WorkRequest<SendRequest> {
                 throw new IllegalStateException("work request #" + index + " names " + ah + ", which is closed");
             }
         }
+        return opcode == SendOpcode.BIND_MW.value || opcode == SendOpcode.LOCAL_INV.value;
+    }
+
+    /**
+     * Records what the chain's binds and local invalidations do to this context's type 2 windows,
+     * in chain order, before it is posted on {@code qp}; refuses (and undoes what it recorded) a bind
+     * of a window that is bound, or an invalidation of a window that is not bound under that key or
+     * is bound through another queue pair. Returns the changes, each at its request's index.
+     */
+    List<Map.Entry<Integer, MemoryWindow.Change>> recordWindowChanges(QueuePair qp) {
+        List<Map.Entry<Integer, MemoryWindow.Change>> changes = new ArrayList<>();
+        int i = 0;
+        try {
+            for (SendRequest r = this; r != null; r = r.next(), i++) {
+                int opcode = r.segment.get(JAVA_INT, OPCODE);
+                MemoryWindow.Change c = null;
+                if (opcode == SendOpcode.BIND_MW.value) {
+                    c = r.window.bindPosted(qp, r.segment.get(JAVA_INT, BIND_MW_RKEY));
+                } else if (opcode == SendOpcode.LOCAL_INV.value) {
+                    c = MemoryWindow.invalidatePosted(qp, r.segment.get(JAVA_INT, IMM_DATA));
+                }
+                if (c != null) {
+                    changes.add(Map.entry(i, c));
+                }
+            }
+        } catch (RuntimeException e) {
+            undoFrom(changes, 0);
+            throw e;
+        }
+        return changes;
+    }
+
+    /** Completes the changes of the requests before index {@code end} (those posted). */
+    static void postedBefore(List<Map.Entry<Integer, MemoryWindow.Change>> changes, int end) {
+        for (Map.Entry<Integer, MemoryWindow.Change> c : changes) {
+            if (c.getKey() < end) {
+                c.getValue().posted();
+            }
+        }
+    }
+
+    /** Undoes the changes of the requests from index {@code first} on (those not posted), last first. */
+    static void undoFrom(List<Map.Entry<Integer, MemoryWindow.Change>> changes, int first) {
+        for (int k = changes.size() - 1; k >= 0; k--) {
+            if (changes.get(k).getKey() >= first) {
+                changes.get(k).getValue().undo();
+            }
+        }
     }
 
     @Override
     public String toString() {
-        return "SendRequest[wr_id=" + id() + ", " + opcode() + ", sges=" + sgeCount() + "]";
+        return isAlive() ? "SendRequest[wr_id=" + id() + ", " + opcode() + ", sges=" + sgeCount() + "]" : "SendRequest[freed]";
     }
 }

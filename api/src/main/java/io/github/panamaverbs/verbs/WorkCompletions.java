@@ -83,7 +83,11 @@ public final class WorkCompletions {
             throw new IllegalArgumentException("capacity must be in [1, " + MAX_CAPACITY + "], not " + capacity);
         }
         this.capacity = capacity;
-        this.segment = (gc ? Arena.ofAuto() : arena).allocate(ibv_wc.layout(), capacity);
+        try {
+            this.segment = (gc ? Arena.ofAuto() : arena).allocate(ibv_wc.layout(), capacity);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("cannot allocate a WorkCompletions batch in a closed arena", e);
+        }
         this.callSegment = gc ? MemorySegment.ofAddress(segment.address()) : segment;
     }
 
@@ -101,6 +105,46 @@ public final class WorkCompletions {
         return Objects.checkIndex(i, count) * SIZE;
     }
 
+    // The fields of completion i; a batch whose arena is closed is named ("... has been freed"), not
+    // left to FFM's bare "Already closed".
+
+    private long getLong(int i, long field) {
+        try {
+            return segment.get(JAVA_LONG, at(i) + field);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    private int getInt(int i, long field) {
+        try {
+            return segment.get(JAVA_INT, at(i) + field);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    private short getShort(int i, long field) {
+        try {
+            return segment.get(JAVA_SHORT, at(i) + field);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    private byte getByte(int i, long field) {
+        try {
+            return segment.get(JAVA_BYTE, at(i) + field);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    private IllegalStateException freed(IllegalStateException e) {
+        return segment.scope().isAlive() ? e
+                : new IllegalStateException("the memory of the WorkCompletions batch has been freed (its arena is closed)", e);
+    }
+
     /**
      * {@return {@code wr_id}: the id of the work request that completed}
      *
@@ -108,7 +152,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public long wrId(int i) {
-        return segment.get(JAVA_LONG, at(i) + WR_ID);
+        return getLong(i, WR_ID);
     }
 
     /**
@@ -118,7 +162,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public WcStatus status(int i) {
-        return WcStatus.of(segment.get(JAVA_INT, at(i) + STATUS));
+        return WcStatus.of(getInt(i, STATUS));
     }
 
     /**
@@ -128,7 +172,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public WcOpcode opcode(int i) {
-        return WcOpcode.of(segment.get(JAVA_INT, at(i) + OPCODE));
+        return WcOpcode.of(getInt(i, OPCODE));
     }
 
     /**
@@ -138,7 +182,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int vendorError(int i) {
-        return segment.get(JAVA_INT, at(i) + VENDOR_ERR);
+        return getInt(i, VENDOR_ERR);
     }
 
     /**
@@ -148,7 +192,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int byteLength(int i) {
-        return segment.get(JAVA_INT, at(i) + BYTE_LEN);
+        return getInt(i, BYTE_LEN);
     }
 
     /**
@@ -158,7 +202,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int immediate(int i) {
-        return Integer.reverseBytes(segment.get(JAVA_INT, at(i) + IMM_DATA));
+        return Integer.reverseBytes(getInt(i, IMM_DATA));
     }
 
     /**
@@ -168,7 +212,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int qpNumber(int i) {
-        return segment.get(JAVA_INT, at(i) + QP_NUM);
+        return getInt(i, QP_NUM);
     }
 
     /**
@@ -178,7 +222,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int sourceQp(int i) {
-        return segment.get(JAVA_INT, at(i) + SRC_QP);
+        return getInt(i, SRC_QP);
     }
 
     /**
@@ -188,7 +232,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int flags(int i) {
-        return segment.get(JAVA_INT, at(i) + WC_FLAGS);
+        return getInt(i, WC_FLAGS);
     }
 
     /**
@@ -223,7 +267,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int invalidatedRkey(int i) {
-        return segment.get(JAVA_INT, at(i) + IMM_DATA);
+        return getInt(i, IMM_DATA);
     }
 
     /**
@@ -243,7 +287,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int pkeyIndex(int i) {
-        return Short.toUnsignedInt(segment.get(JAVA_SHORT, at(i) + PKEY_INDEX));
+        return Short.toUnsignedInt(getShort(i, PKEY_INDEX));
     }
 
     /**
@@ -253,7 +297,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int sourceLid(int i) {
-        return Short.toUnsignedInt(segment.get(JAVA_SHORT, at(i) + SLID));
+        return Short.toUnsignedInt(getShort(i, SLID));
     }
 
     /**
@@ -263,7 +307,7 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int serviceLevel(int i) {
-        return Byte.toUnsignedInt(segment.get(JAVA_BYTE, at(i) + SL));
+        return Byte.toUnsignedInt(getByte(i, SL));
     }
 
     /**
@@ -273,11 +317,14 @@ public final class WorkCompletions {
      * @throws IndexOutOfBoundsException if {@code i} is not in [0, {@link #count()})
      */
     public int dlidPathBits(int i) {
-        return Byte.toUnsignedInt(segment.get(JAVA_BYTE, at(i) + DLID_PATH_BITS));
+        return Byte.toUnsignedInt(getByte(i, DLID_PATH_BITS));
     }
 
     @Override
     public String toString() {
+        if (!segment.scope().isAlive()) {
+            return "WorkCompletions[freed]";
+        }
         StringBuilder sb = new StringBuilder("WorkCompletions[");
         for (int i = 0; i < count; i++) {
             sb.append(i == 0 ? "" : ", ").append("{wr_id=").append(wrId(i)).append(", ").append(status(i));

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.github.panamaverbs.internal.Errno;
@@ -46,12 +47,21 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         this.wrIdOffset = wrIdOffset;
         this.nextOffset = nextOffset;
         boolean gc = arena == null;
-        this.segment = (gc ? Arena.ofAuto() : arena).allocate(wrSize + 8 + ScatterGather.SGE_SIZE * maxSge, 8);
+        this.segment = allocate(gc ? Arena.ofAuto() : arena, wrSize + 8 + ScatterGather.SGE_SIZE * maxSge);
         this.badWr = segment.asSlice(wrSize, 8);
         this.callWr = gc ? MemorySegment.ofAddress(segment.address()) : segment;
         this.callBadWr = gc ? MemorySegment.ofAddress(badWr.address()) : badWr;
         this.sgl = new ScatterGather(segment, sgListOffset, numSgeOffset,
                 segment.asSlice(wrSize + 8, ScatterGather.SGE_SIZE * maxSge));
+    }
+
+    /** {@code arena.allocate}, naming a closed arena (FFM's own message, "Already closed", names nothing). */
+    private MemorySegment allocate(Arena arena, long size) {
+        try {
+            return arena.allocate(size, 8);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("cannot allocate a " + getClass().getSimpleName() + " in a closed arena", e);
+        }
     }
 
     @SuppressWarnings("unchecked")
@@ -67,13 +77,13 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      * @return this request
      */
     public R id(long wrId) {
-        segment.set(JAVA_LONG, wrIdOffset, wrId);
+        putLong(wrIdOffset, wrId);
         return self();
     }
 
     /** {@return {@code wr_id}: the id returned in this request's completion} */
     public long id() {
-        return segment.get(JAVA_LONG, wrIdOffset);
+        return getLong(wrIdOffset);
     }
 
     /**
@@ -92,7 +102,11 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      */
     public R sge(MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
-        sgl.single(region, offset, length);
+        try {
+            sgl.single(region, offset, length);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
         return self();
     }
 
@@ -110,7 +124,11 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      */
     public R addSge(MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
-        sgl.add(region, offset, length);
+        try {
+            sgl.add(region, offset, length);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
         return self();
     }
 
@@ -129,7 +147,11 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      */
     public R setSge(int index, MemoryRegion region, long offset, int length) {
         Objects.requireNonNull(region, "region");
-        sgl.set(index, region, offset, length);
+        try {
+            sgl.set(index, region, offset, length);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
         return self();
     }
 
@@ -139,13 +161,21 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      * @return this request
      */
     public R clearSges() {
-        sgl.clear();
+        try {
+            sgl.clear();
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
         return self();
     }
 
     /** {@return the number of scatter/gather entries set} */
     public int sgeCount() {
-        return sgl.count();
+        try {
+            return sgl.count();
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
     }
 
     /**
@@ -163,9 +193,63 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
             }
         }
         // The native link first: if this request's memory was freed, it throws and nothing changed.
-        segment.set(ADDRESS, nextOffset, request == null ? MemorySegment.NULL : request.segment);
+        putAddress(nextOffset, request == null ? MemorySegment.NULL : request.segment);
         this.next = request;
         return self();
+    }
+
+    /**
+     * What a call on this request throws when FFM refused its memory: "... has been freed", naming
+     * the request, instead of FFM's bare "Already closed"; else {@code e} (another segment of the call).
+     */
+    final IllegalStateException freed(IllegalStateException e) {
+        return segment.scope().isAlive() ? e : new IllegalStateException(getClass().getSimpleName()
+                + "'s memory has been freed (its arena is closed)", e);
+    }
+
+    /** Whether the request's memory is still there (for a toString that never throws). */
+    final boolean isAlive() {
+        return segment.scope().isAlive();
+    }
+
+    final void putInt(long offset, int value) {
+        try {
+            segment.set(JAVA_INT, offset, value);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    final void putLong(long offset, long value) {
+        try {
+            segment.set(JAVA_LONG, offset, value);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    final void putAddress(long offset, MemorySegment value) {
+        try {
+            segment.set(ADDRESS, offset, value);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    final int getInt(long offset) {
+        try {
+            return segment.get(JAVA_INT, offset);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+    }
+
+    final long getLong(long offset) {
+        try {
+            return segment.get(JAVA_LONG, offset);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
     }
 
     /** {@return the next request in the chain, or null} */
@@ -179,20 +263,38 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      * {@link #checkOwn(int, QpType)} adds. Allocation-free.
      *
      * @param type the type of the queue pair it is posted on; null for a shared receive queue
+     * @return whether a request of the chain binds or invalidates a memory window
      */
-    final void checkChain(QpType type) {
+    final boolean checkChain(QpType type) {
         int n = 0;
+        boolean windows = false;
         for (WorkRequest<R> r = this; r != null; r = r.next, n++) {
             if (!r.segment.scope().isAlive()) {
                 throw new IllegalStateException("work request #" + n + " of the chain has been freed (its arena is closed)");
             }
             r.sgl.check(n);
-            r.checkOwn(n, type);
+            windows |= r.checkOwn(n, type);
         }
+        return windows;
     }
 
-    /** Checks of one request type; see {@link #checkChain(QpType)}. */
-    abstract void checkOwn(int index, QpType type);
+    /**
+     * Checks of one request type; see {@link #checkChain(QpType)}. Returns whether the request binds or
+     * invalidates a memory window (a post of such a chain records what it does to the windows).
+     */
+    abstract boolean checkOwn(int index, QpType type);
+
+    /** The index in this chain of the request that the last failed post named in bad_wr, or -1; the slot is kept. */
+    final int failedIndex() {
+        long bad = badWr.get(ADDRESS, 0).address();
+        int i = 0;
+        for (WorkRequest<R> r = this; r != null && i < MAX_CHAIN; r = r.next, i++) {
+            if (r.segment.address() == bad) {
+                return i;
+            }
+        }
+        return -1;
+    }
 
     /**
      * The exception for a post of this chain on {@code target} that failed with {@code rc}: which

@@ -24,7 +24,9 @@ import org.junit.jupiter.api.Test;
  * which has no windows, the exact error. Queue pair B owns the window; A is the peer that uses it.
  */
 @RequiresRdma
+@org.junit.jupiter.api.extension.ExtendWith(io.github.panamaverbs.verbs.testing.AllowType2Windows.class)
 class MemoryWindowIT {
+
     private static final long AT = 8192;
     private static final long LENGTH = 8192;
     private static final Set<AccessFlag> RW = EnumSet.of(AccessFlag.REMOTE_READ, AccessFlag.REMOTE_WRITE);

@@ -455,6 +455,9 @@ final class MisuseGenerator {
             if (message == null || message.isBlank()) {
                 return "threw " + thrown.getClass().getSimpleName() + " without a message";
             }
+            if (message.equals("Already closed")) {
+                return "threw FFM's bare \"Already closed\", which names no object";
+            }
             for (int i = 0; i < types.size(); i++) {
                 if (types.get(i) == thrown.getClass() && matches(fragments.get(i), message)) {
                     return null;
@@ -1049,8 +1052,15 @@ final class MisuseGenerator {
             e.must(port < 1 || port > 255, IllegalArgumentException.class, "port").must(gidIndex < -1 || gidIndex > 255,
                     IllegalArgumentException.class, "gidIndex").must(timeout > 31, IllegalArgumentException.class, "timeout")
                     .must(retry > 7, IllegalArgumentException.class, "retryCount")
+                    // Soft-RoCE retries for ever with 7: refused at the move to RTS
+                    .may(retry == 7 && softRoce(), IllegalArgumentException.class, "for ever")
                     .must(depth > 255, IllegalArgumentException.class, "readAtomicDepth");
             return o;
+        }
+
+        /** Whether the device is Soft-RoCE, which the API spares a retry count of 7 ("for ever" there). */
+        private boolean softRoce() {
+            return dev != null && dev.name().startsWith("rxe");
         }
 
         private static ConnectOptions real(Options o) {
@@ -1148,7 +1158,9 @@ final class MisuseGenerator {
                             fields++;
                         }
                         if (r.nextInt(4) == 0) {
-                            a.sqPsn(r.nextInt(0x1000000)).timeout(r.nextInt(32)).retryCount(r.nextInt(8)).rnrRetry(r.nextInt(8))
+                            int retry = r.nextInt(8);
+                            e.may(retry == 7 && softRoce(), IllegalArgumentException.class, "for ever");
+                            a.sqPsn(r.nextInt(0x1000000)).timeout(r.nextInt(32)).retryCount(retry).rnrRetry(r.nextInt(8))
                                     .maxRdAtomic(r.nextInt(4)).maxDestRdAtomic(r.nextInt(4)).minRnrTimer(r.nextInt(32));
                             fields++;
                         }
@@ -1669,7 +1681,7 @@ final class MisuseGenerator {
                             q.invalidateRkey(v);
                         }
                     });
-                    call(new Expect().must(!s.ar.open, IllegalStateException.class, null), s + ".toString()", q::toString);
+                    call(new Expect(), s + ".toString()", q::toString); // never throws: "SendRequest[freed]"
                 }
             }
         }
@@ -1682,7 +1694,7 @@ final class MisuseGenerator {
             }
             int choice = r.nextInt(7);
             if (!editCommon(r, q, choice)) {
-                call(new Expect().must(!q.ar.open, IllegalStateException.class, null), q + ".toString()", q.req::toString);
+                call(new Expect(), q + ".toString()", q.req::toString); // never throws
             }
         }
 
@@ -1722,8 +1734,7 @@ final class MisuseGenerator {
                     // The opcode of a failed completion is undefined: it may not name a WcOpcode.
                     call(e.may(!success, IllegalArgumentException.class, "no WcOpcode"), b + ".opcode(" + i + ")", () -> wc.opcode(i));
                 }
-                default -> call(new Expect()
-                        .must(!b.ar.open && count > 0, IllegalStateException.class, null), b + ".toString()", wc::toString);
+                default -> call(new Expect(), b + ".toString()", wc::toString); // never throws: "WorkCompletions[freed]"
             }
         }
 

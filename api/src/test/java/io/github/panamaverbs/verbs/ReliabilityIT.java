@@ -480,6 +480,10 @@ class ReliabilityIT {
         for (int i = 0; i < warmUp; i++) {
             cycle(dev, i);
         }
+        // as at the end: descriptors that the GC closes (a finished child process's pipes, an earlier
+        // test's) are closed before the baseline is taken, not during the cycles
+        System.gc();
+        Thread.sleep(200);
         System.gc();
         Footprint base = Footprint.of(dev.name());
         long t0 = System.nanoTime();
@@ -497,7 +501,7 @@ class ReliabilityIT {
                 Footprint.format(rdmaBefore), Footprint.format(end.rdma()), base.fds(), end.fds(), base.rssKiB(), end.rssKiB(),
                 growth, boundKiB, took, took * 1000 / cycles));
         assertEquals(rdmaBefore, end.rdma(), "rdma resource show");
-        assertEquals(base.fds(), end.fds(), "open file descriptors");
+        assertTrue(end.fds() <= base.fds(), () -> "open file descriptors: " + base.fds() + " -> " + end.fds());
         assertTrue(growth <= boundKiB, () -> "RSS grew by " + growth + " KiB over " + cycles + " cycles");
     }
 

@@ -20,7 +20,9 @@ import org.junit.jupiter.api.Test;
  * destination; and the orders Java refuses before the provider sees them.
  */
 @RequiresRdma
+@org.junit.jupiter.api.extension.ExtendWith(io.github.panamaverbs.verbs.testing.AllowType2Windows.class)
 class SendBatchIT {
+
     private static final Set<SendOpcode> RC_OPS = EnumSet.of(SendOpcode.SEND, SendOpcode.SEND_WITH_IMM,
             SendOpcode.SEND_WITH_INV, SendOpcode.RDMA_WRITE, SendOpcode.RDMA_WRITE_WITH_IMM, SendOpcode.RDMA_READ,
             SendOpcode.ATOMIC_CMP_AND_SWP, SendOpcode.ATOMIC_FETCH_AND_ADD, SendOpcode.LOCAL_INV, SendOpcode.BIND_MW);
@@ -189,7 +191,7 @@ class SendBatchIT {
                     "over maxInlineData");
             assertThrows(IllegalArgumentException.class, () -> batch.inlineData(MemorySegment.ofArray(new byte[8])));
             assertThrows(IndexOutOfBoundsException.class, () -> batch.sge(p.mrA, Pair.BUFFER - 4, 8));
-            if (dev.name().startsWith("rxe") && Doctor.rdmaCoreRelease() < 64) {
+            if (dev.name().startsWith("rxe") && io.github.panamaverbs.internal.Quirks.rdmaCoreRelease() < 64) {
                 UnsupportedOperationException u = assertThrows(UnsupportedOperationException.class, () -> batch.sges(2,
                         new MemoryRegion[] {p.mrA, p.mrA}, new long[] {0, 100}, new int[] {100, 50}));
                 assertTrue(u.getMessage().contains("wr_set_sge_list"), u.getMessage());

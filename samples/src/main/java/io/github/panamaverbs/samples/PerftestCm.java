@@ -73,9 +73,13 @@ final class PerftestCm {
     private PerftestCm() {
     }
 
-    /** perftest's connection parameters: {@code depth} reads and atomics each way, 7 retries, 7 RNR retries, no private data. */
+    /**
+     * perftest's connection parameters: {@code depth} reads and atomics each way, 7 RNR retries, no
+     * private data, and 6 transport retries where perftest asks for 7 (which Soft-RoCE takes as "for
+     * ever", and the API refuses there); retries are not on the wire, so either side may be perftest's.
+     */
     static ConnectionParameters parameters(int depth) {
-        return new ConnectionParameters().responderResources(depth).initiatorDepth(depth).retryCount(7).rnrRetryCount(7);
+        return new ConnectionParameters().responderResources(depth).initiatorDepth(depth).retryCount(6).rnrRetryCount(7);
     }
 
     /** Waits for the next event of {@code id} for ever (a server waiting for its client). */

@@ -10,12 +10,12 @@ import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.Test;
 
-/** Keeps the README's Flight Recorder example compiling and verbatim; JfrIT runs it on the device. */
+/** Keeps the Flight Recorder example of docs/jfr.md compiling and verbatim; JfrIT runs it on the device. */
 public class JfrExampleTest {
     private static final String BEGIN = "// README-JFR-EXAMPLE-BEGIN";
     private static final String END = "// README-JFR-EXAMPLE-END";
 
-    /** The README's example: a registration and a failed verb, recorded, then read back from the file. */
+    /** The example: a registration and a failed verb, recorded, then read back from the file. */
     static List<String> example(String deviceName) throws Exception {
         List<String> lines = new ArrayList<>();
         // README-JFR-EXAMPLE-BEGIN
@@ -50,6 +50,6 @@ public class JfrExampleTest {
 
     @Test
     void readmeContainsTheExampleVerbatim() throws Exception {
-        ReadmeExampleTest.assertInReadme(JfrExampleTest.class, BEGIN, END);
+        ReadmeExampleTest.assertInDocument("docs/jfr.md", JfrExampleTest.class, BEGIN, END);
     }
 }

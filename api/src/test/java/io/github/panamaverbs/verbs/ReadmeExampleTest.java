@@ -97,14 +97,27 @@ public class ReadmeExampleTest {
 
     /** Asserts that README.md holds, as a java code block, the example between {@code begin} and {@code end} in {@code test}'s source. */
     public static void assertInReadme(Class<?> test, String begin, String end) throws IOException {
-        Path root = projectRoot();
-        Path source = root.resolve("api/src/test/java/" + test.getName().replace('.', '/') + ".java");
+        assertInDocument("README.md", test, begin, end);
+    }
+
+    /**
+     * Asserts that {@code document} (a path from the repository root, e.g. {@code docs/jfr.md}) holds,
+     * as a java code block, the example between {@code begin} and {@code end} in {@code test}'s source.
+     */
+    public static void assertInDocument(String document, Class<?> test, String begin, String end) throws IOException {
+        String example = example(test, begin, end);
+        String text = Files.readString(projectRoot().resolve(document)).replace("\r\n", "\n");
+        assertTrue(text.contains("```java\n" + example + "```\n"),
+                document + " must contain this code block verbatim (it is " + test.getSimpleName() + "'s example):\n```java\n"
+                        + example + "```");
+    }
+
+    /** The example between {@code begin} and {@code end} in {@code test}'s source, as a code block holds it. */
+    static String example(Class<?> test, String begin, String end) throws IOException {
+        Path source = projectRoot().resolve("api/src/test/java/" + test.getName().replace('.', '/') + ".java");
         String example = exampleCode(Files.readAllLines(source), begin, end);
         assertFalse(example.isBlank(), "no example between " + begin + " and " + end + " in " + source);
-        String readme = Files.readString(root.resolve("README.md")).replace("\r\n", "\n");
-        assertTrue(readme.contains("```java\n" + example + "```\n"),
-                "README.md must contain this code block verbatim (it is " + source + "'s example):\n```java\n"
-                        + example + "```");
+        return example;
     }
 
     /** The repository root: the nearest directory up from the working directory that holds README.md and mvnw. */

@@ -18,7 +18,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's "Verbs covered" table against the code: every Java method it names exists (public, in
+ * The "Verbs covered" table of docs/verbs.md against the code: every Java method it names exists (public, in
  * the verbs or cm package), every row names a method or says why not, and every C function the
  * bindings hold has a row. No device needed.
  */
@@ -27,10 +27,10 @@ class VerbTableTest {
     private static final Pattern JAVA_NAME = Pattern.compile("`([A-Z]\\w*)\\.(\\w+)`");
 
     private static List<String> rows() throws Exception {
-        String readme = Files.readString(ReadmeExampleTest.projectRoot().resolve("README.md"));
+        String readme = Files.readString(ReadmeExampleTest.projectRoot().resolve("docs/verbs.md"));
         int start = readme.indexOf("<!-- verbs-table:start -->");
         int end = readme.indexOf("<!-- verbs-table:end -->");
-        assertTrue(start >= 0 && end > start, "README.md has no verbs table between its markers");
+        assertTrue(start >= 0 && end > start, "docs/verbs.md has no verbs table between its markers");
         List<String> rows = new ArrayList<>();
         for (String line : readme.substring(start, end).split("\n")) {
             if (line.startsWith("| `")) {
@@ -77,7 +77,7 @@ class VerbTableTest {
                 wrong.add(row + ": names no Java method and does not say why (\"not covered ...\", \"not called ...\")");
             }
         }
-        assertTrue(wrong.isEmpty(), "the README's verbs table and the code differ:\n" + String.join("\n", wrong));
+        assertTrue(wrong.isEmpty(), "docs/verbs.md's verbs table and the code differ:\n" + String.join("\n", wrong));
         assertTrue(methods > 80, "the table names " + methods + " methods");
     }
 
@@ -99,6 +99,6 @@ class VerbTableTest {
         }
         assertTrue(bound.size() > 90, "the bindings hold " + bound.size() + " functions");
         bound.removeAll(inTable);
-        assertTrue(bound.isEmpty(), "functions of the bindings missing from the README's verbs table: " + bound);
+        assertTrue(bound.isEmpty(), "functions of the bindings missing from docs/verbs.md's verbs table: " + bound);
     }
 }

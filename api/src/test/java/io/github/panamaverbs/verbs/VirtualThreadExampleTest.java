@@ -6,12 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
-/** Keeps the README's virtual-thread example compiling and verbatim; VirtualThreadIT runs it on the device. */
+/** Keeps the virtual-thread example of docs/features.md compiling and verbatim; VirtualThreadIT runs it on the device. */
 public class VirtualThreadExampleTest {
     private static final String BEGIN = "// README-VT-EXAMPLE-BEGIN";
     private static final String END = "// README-VT-EXAMPLE-END";
 
-    /** The README's example: a virtual thread waits for a receive through the completion channel; returns what it got. */
+    /** The example: a virtual thread waits for a receive through the completion channel; returns what it got. */
     static String example(String deviceName, int gidIndex) throws InterruptedException {
         String[] received = new String[1];
         // README-VT-EXAMPLE-BEGIN
@@ -54,6 +54,6 @@ public class VirtualThreadExampleTest {
 
     @Test
     void readmeContainsTheExampleVerbatim() throws Exception {
-        ReadmeExampleTest.assertInReadme(VirtualThreadExampleTest.class, BEGIN, END);
+        ReadmeExampleTest.assertInDocument("docs/features.md", VirtualThreadExampleTest.class, BEGIN, END);
     }
 }

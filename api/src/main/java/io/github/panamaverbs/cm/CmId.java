@@ -145,7 +145,6 @@ public final class CmId implements AutoCloseable {
      * @param source      the local address to use, or null for any
      * @param destination the peer's address and port
      * @param timeout     how long librdmacm may take, and how long to wait for its event; positive
-     * @throws NullPointerException                       if {@code destination} or {@code timeout} is null
      * @throws IllegalArgumentException                   if {@code timeout} is not positive, or an address
      *                                                    is unresolved
      * @throws IllegalStateException                      if the ID is closed
@@ -169,7 +168,6 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_resolve_route}, after {@link #resolveAddress}: finds the path to the peer, and waits.
      *
      * @param timeout how long librdmacm may take, and how long to wait for its event; positive
-     * @throws NullPointerException                       if {@code timeout} is null
      * @throws IllegalArgumentException                   if {@code timeout} is not positive
      * @throws IllegalStateException                      if the ID is closed, or its address is not resolved
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_resolve_route} fails at once
@@ -193,7 +191,6 @@ public final class CmId implements AutoCloseable {
      *
      * @param destination the peer's address and port
      * @param timeout     the timeout of each step; positive
-     * @throws NullPointerException                       if an argument is null
      * @throws IllegalArgumentException                   if {@code timeout} is not positive, or
      *                                                    {@code destination} is unresolved
      * @throws IllegalStateException                      if the ID is closed
@@ -211,7 +208,6 @@ public final class CmId implements AutoCloseable {
      * RDMA device), before {@link #listen(int)}.
      *
      * @param local the local address and port
-     * @throws NullPointerException                       if {@code local} is null
      * @throws IllegalArgumentException                   if {@code local} is unresolved
      * @throws IllegalStateException                      if the ID is closed
      * @throws io.github.panamaverbs.verbs.VerbsException EADDRINUSE if the port is taken, EADDRNOTAVAIL or
@@ -275,7 +271,6 @@ public final class CmId implements AutoCloseable {
      *             {@link PortSpace#TCP}, {@link io.github.panamaverbs.verbs.QpType#UD} for
      *             {@link PortSpace#UDP}), completion queues and capacities
      * @return the queue pair; close it before this ID
-     * @throws NullPointerException                       if an argument is null
      * @throws IllegalArgumentException                   if the type does not match the port space, or
      *                                                    {@code pd} belongs to another context
      * @throws IllegalStateException                      if the ID already has a queue pair, is not bound
@@ -343,7 +338,6 @@ public final class CmId implements AutoCloseable {
      * carries them with the address vector to create an address handle from.
      *
      * @param parameters what is offered to the peer, private data included
-     * @throws NullPointerException                       if {@code parameters} is null
      * @throws IllegalArgumentException                   if the private data is longer than the transport allows
      * @throws IllegalStateException                      if the ID has no queue pair yet, or is closed
      * @throws ConnectionException                        on iWARP, if the peer refuses at once
@@ -372,7 +366,6 @@ public final class CmId implements AutoCloseable {
      * resolution with this ID's queue pair number and Q_Key, and nothing follows.
      *
      * @param parameters what is offered to the peer, private data included
-     * @throws NullPointerException                       if {@code parameters} is null
      * @throws IllegalArgumentException                   if the private data is longer than the transport allows
      * @throws IllegalStateException                      if the ID has no queue pair yet, or is closed
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_accept} fails
@@ -391,7 +384,6 @@ public final class CmId implements AutoCloseable {
      * the peer. The ID stays open: close it afterwards.
      *
      * @param privateData the bytes the peer gets with the REJECTED event; may be empty
-     * @throws NullPointerException                       if {@code privateData} is null
      * @throws IllegalArgumentException                   if it is longer than the transport allows
      * @throws IllegalStateException                      if the ID is closed
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_reject} fails
@@ -437,7 +429,6 @@ public final class CmId implements AutoCloseable {
      * @param group   the multicast group's address
      * @param timeout how long to wait for the outcome
      * @return the MULTICAST_JOIN event
-     * @throws NullPointerException                       if an argument is null
      * @throws IllegalStateException                      if the ID is not of {@link PortSpace#UDP}, or is closed
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_join_multicast} fails (ENODEV: the ID
      *                                                    is not bound to a device's address)
@@ -460,7 +451,6 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_leave_multicast}: leaves {@code group}; librdmacm detaches the queue pair.
      *
      * @param group the multicast group's address
-     * @throws NullPointerException                       if {@code group} is null
      * @throws IllegalStateException                      if the ID is closed
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_leave_multicast} fails
      *                                                    (EADDRNOTAVAIL: not a member)
@@ -480,7 +470,6 @@ public final class CmId implements AutoCloseable {
      *
      * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the event, or empty if none came in time
-     * @throws NullPointerException                       if {@code timeout} is null
      * @throws IllegalStateException                      if the channel is closed, also while waiting
      * @throws io.github.panamaverbs.verbs.VerbsException if reading an event fails
      */
@@ -494,7 +483,6 @@ public final class CmId implements AutoCloseable {
      * @param expected the event type awaited
      * @param timeout  the longest to wait
      * @return the event
-     * @throws NullPointerException                       if an argument is null
      * @throws ConnectionException                        naming the event that came instead (REJECTED,
      *                                                    UNREACHABLE, ...) or the timeout
      * @throws IllegalStateException                      if the channel is closed, also while waiting

@@ -127,7 +127,6 @@ public final class Connection implements AutoCloseable {
          *
          * @param p the connection parameters
          * @return this config
-         * @throws NullPointerException if {@code p} is null
          */
         public Config parameters(ConnectionParameters p) {
             this.parameters = Objects.requireNonNull(p, "parameters");
@@ -140,7 +139,6 @@ public final class Connection implements AutoCloseable {
          *
          * @param hook given the connection, not yet connected
          * @return this config
-         * @throws NullPointerException if {@code hook} is null
          */
         public Config beforeConnect(Consumer<Connection> hook) {
             this.beforeConnect = Objects.requireNonNull(hook, "hook");
@@ -202,7 +200,6 @@ public final class Connection implements AutoCloseable {
      * @param config  the queue pair's sizes, the parameters offered and the hook
      * @param timeout the longest each step may take; positive
      * @return the established connection; close it
-     * @throws NullPointerException                       if an argument is null
      * @throws IllegalArgumentException                   if {@code timeout} is not positive, {@code server}
      *                                                    is unresolved, or a size in {@code config} is negative
      * @throws ConnectionException                        if the peer rejects (nobody listening, or its
@@ -224,8 +221,6 @@ public final class Connection implements AutoCloseable {
      * @param config  the queue pair's sizes, the parameters offered and the hook
      * @param timeout the longest each step may take; positive
      * @return the established connection; close it
-     * @throws NullPointerException                       if {@code server}, {@code config} or
-     *                                                    {@code timeout} is null
      * @throws IllegalArgumentException                   if {@code timeout} is not positive, an address is
      *                                                    unresolved, or a size in {@code config} is negative
      * @throws ConnectionException                        if the peer rejects, cannot be reached or resolved,
@@ -278,7 +273,6 @@ public final class Connection implements AutoCloseable {
      * @param config  the queue pair's sizes, the parameters offered and the hook
      * @param timeout the longest to wait until the connection is established
      * @return the established connection
-     * @throws NullPointerException                       if an argument is null
      * @throws IllegalArgumentException                   if {@code request} is not a CONNECT_REQUEST, or a
      *                                                    size in {@code config} is negative
      * @throws ConnectionException                        if it is not established within {@code timeout};
@@ -338,7 +332,6 @@ public final class Connection implements AutoCloseable {
      * @param <T>      the resource's type
      * @param resource what to close with the connection
      * @return {@code resource}
-     * @throws NullPointerException if {@code resource} is null
      */
     public synchronized <T extends AutoCloseable> T own(T resource) {
         owned.add(Objects.requireNonNull(resource, "resource"));
@@ -379,7 +372,6 @@ public final class Connection implements AutoCloseable {
      *
      * @param timeout the longest to wait
      * @return true if DISCONNECTED arrived
-     * @throws NullPointerException                       if {@code timeout} is null
      * @throws IllegalStateException                      if the event channel is closed
      * @throws io.github.panamaverbs.verbs.VerbsException if reading an event fails
      */

@@ -3,8 +3,9 @@ package io.github.panamaverbs.cm;
 /**
  * A connection could not be made or was lost: the peer rejected it, did not answer in time, could
  * not be resolved, or disconnected. {@link #event()} is the event that said so, null for a timeout.
+ * A {@link io.github.panamaverbs.verbs.RdmaException}, as {@link io.github.panamaverbs.verbs.VerbsException} is.
  */
-public final class ConnectionException extends RuntimeException {
+public final class ConnectionException extends io.github.panamaverbs.verbs.RdmaException {
     private static final long serialVersionUID = 1L;
 
     private final transient CmEvent event;

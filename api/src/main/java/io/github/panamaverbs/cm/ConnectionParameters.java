@@ -44,7 +44,6 @@ public final class ConnectionParameters {
      *
      * @param data the private data (copied)
      * @return these parameters
-     * @throws NullPointerException if {@code data} is null
      */
     public ConnectionParameters privateData(byte[] data) {
         this.privateData = Objects.requireNonNull(data, "data").clone();

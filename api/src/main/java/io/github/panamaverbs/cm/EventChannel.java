@@ -85,7 +85,6 @@ public final class EventChannel implements AutoCloseable {
      *
      * @param space {@link PortSpace#TCP} for a reliable connection, {@link PortSpace#UDP} for datagrams
      * @return the ID; close it before this channel
-     * @throws NullPointerException                       if {@code space} is null
      * @throws IllegalStateException                      if the channel is closed
      * @throws io.github.panamaverbs.verbs.VerbsException if {@code rdma_create_id} fails
      */
@@ -145,7 +144,6 @@ public final class EventChannel implements AutoCloseable {
      *
      * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the event, or empty when none came in time
-     * @throws NullPointerException                       if {@code timeout} is null
      * @throws IllegalStateException                      if the channel is closed, also while waiting
      * @throws io.github.panamaverbs.verbs.VerbsException if reading or acknowledging an event fails
      */

@@ -36,7 +36,6 @@ public final class Listener implements AutoCloseable {
      * @param local   the local address and port
      * @param backlog the most connection requests waiting to be accepted
      * @return the listener; close it after the connections it accepted
-     * @throws NullPointerException                       if {@code local} is null
      * @throws IllegalArgumentException                   if {@code local} is unresolved
      * @throws io.github.panamaverbs.verbs.VerbsException EADDRINUSE if the port is taken, or no device has that address
      */
@@ -67,7 +66,6 @@ public final class Listener implements AutoCloseable {
      * @param config  the queue pair's sizes, the parameters offered and the hook run before accepting
      * @param timeout how long to wait for the request, and then again for the connection to be established
      * @return the established connection; close it before this listener
-     * @throws NullPointerException                       if {@code config} or {@code timeout} is null
      * @throws ConnectionException                        if no request came within {@code timeout}, or the
      *                                                    connection failed
      * @throws IllegalStateException                      if the listener is closed

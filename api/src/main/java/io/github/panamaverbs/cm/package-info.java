@@ -53,6 +53,12 @@
  *       it is closed with it, first.</li>
  * </ul>
  *
+ * <h2 id="nulls">Null arguments</h2>
+ *
+ * Unless a method says otherwise, passing {@code null} for an argument of a constructor or method
+ * of a class in this package throws {@link java.lang.NullPointerException}, whose message names the
+ * argument; the elements of an array or collection argument are checked where the method says so.
+ *
  * <h2 id="errors">Errors</h2>
  *
  * A connection that cannot be made or is lost throws {@link io.github.panamaverbs.cm.ConnectionException}:
@@ -79,8 +85,8 @@
  * Several threads may wait for events at once, on one channel: each waits for the events of its own
  * ID ({@link io.github.panamaverbs.cm.CmId#nextEvent}, {@link io.github.panamaverbs.cm.CmId#awaitEvent}),
  * and an event that one thread reads for another ID is kept until that ID's thread takes it. A thread
- * waiting on a channel that is closed throws {@link java.lang.IllegalStateException}; a thread waiting
- * for an ID that is closed meanwhile waits until its timeout. The queue pair, completion queue and
+ * waiting on a channel that is closed throws {@link java.lang.IllegalStateException}, and so does one
+ * waiting for an ID that is closed meanwhile (or already). The queue pair, completion queue and
  * protection domain of a connection follow the thread rules of the verbs package.
  *
  * <h2 id="example">Example</h2>
@@ -88,35 +94,7 @@
  * A server and a client in one method, over the one-call forms (the example of the project's
  * README): the server posts a receive before it accepts, the client sends 64 bytes.
  *
- * <pre>{@code
- * Duration timeout = Duration.ofSeconds(10);
- * try (Listener listener = Listener.bind(address, 8)) {                  // the server
- *     CompletableFuture<String> served = CompletableFuture.supplyAsync(() -> {
- *         MemoryRegion[] buffer = new MemoryRegion[1];
- *         Connection.Config config = new Connection.Config().beforeConnect(c -> {
- *             buffer[0] = c.protectionDomain().allocateAndRegister(4096);   // receive before the peer sends
- *             c.queuePair().postReceive(new ReceiveRequest(1).sge(buffer[0], 0, 4096));
- *         });
- *         try (Connection c = listener.accept(config, timeout); MemoryRegion mr = buffer[0]) {
- *             WorkCompletions wc = new WorkCompletions(1);
- *             while (c.completionQueue().poll(wc) == 0) {
- *                 Thread.onSpinWait();
- *             }
- *             return wc.status(0) + ": " + mr.segment().getString(0);
- *         }
- *     });
- *     try (Connection c = Connection.connect(address, new Connection.Config(), timeout);   // the client
- *          MemoryRegion mr = c.protectionDomain().allocateAndRegister(4096)) {
- *         mr.segment().setString(0, "hello over rdma_cm");
- *         c.queuePair().postSend(new SendRequest(1).opcode(SendOpcode.SEND).signaled(true).sge(mr, 0, 64));
- *         WorkCompletions wc = new WorkCompletions(1);
- *         while (c.completionQueue().poll(wc) == 0) {
- *             Thread.onSpinWait();
- *         }
- *     }
- *     return served.get();
- * }
- * }</pre>
+ * {@snippet file="io/github/panamaverbs/cm/CmReadmeExampleTest.java" region="cm"}
  *
  * <p>The event API under them, for everything else (datagrams, multicast, private data, queue pairs
  * of one's own sizes), step by step:

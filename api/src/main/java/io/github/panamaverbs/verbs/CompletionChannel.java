@@ -82,7 +82,6 @@ public final class CompletionChannel extends Resource {
      *
      * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the completion queue that has new completions, or empty on timeout
-     * @throws NullPointerException  if {@code timeout} is null
      * @throws IllegalStateException if the channel is closed, also while waiting (noticed within about
      *                               50 ms), if the thread is interrupted while waiting (its interrupt
      *                               status stays set), or if the event names a completion queue this

@@ -297,7 +297,6 @@ public final class CompletionQueue extends Resource {
      *
      * @param batch where the completions go; its {@link WorkCompletions#count()} becomes the result
      * @return how many completions were read; 0 when the queue is empty
-     * @throws NullPointerException  if {@code batch} is null
      * @throws IllegalStateException if this queue is closed, or the batch's memory was freed
      * @throws VerbsException        if the provider reports an error (not a failed completion: those are data)
      */
@@ -728,7 +727,6 @@ public final class CompletionQueue extends Resource {
      * @param batch   where the completions go
      * @param timeout the longest to wait
      * @return the number of completions polled into {@code batch}; 0 if none came in time
-     * @throws NullPointerException  if an argument is null
      * @throws IllegalStateException if the queue has no completion channel or shares it with another
      *                               queue, if the queue or the channel is closed (also while waiting:
      *                               a close wakes the waiter within about 50 ms), if the thread is

@@ -106,7 +106,6 @@ public final class ConnectOptions {
      *
      * @param mtu the path MTU
      * @return these options
-     * @throws NullPointerException if {@code mtu} is null
      */
     public ConnectOptions mtu(Mtu mtu) {
         this.mtu = Objects.requireNonNull(mtu, "mtu");

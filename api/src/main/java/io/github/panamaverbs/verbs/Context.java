@@ -300,7 +300,6 @@ public final class Context extends Resource {
      *
      * @param timeout the longest to wait; zero or negative to look once without waiting
      * @return the event, or empty if none came in time
-     * @throws NullPointerException  if {@code timeout} is null
      * @throws IllegalStateException if the context is closed, also while waiting
      * @throws VerbsException        if {@code ibv_get_async_event} or {@code poll(2)} fails
      */
@@ -391,7 +390,6 @@ public final class Context extends Resource {
      * @param channel    where its events are delivered
      * @param compVector the completion vector, in {@code [0, numCompVectors())}
      * @return the completion queue; close it after the queue pairs that report to it, before the channel
-     * @throws NullPointerException     if {@code channel} is null
      * @throws IllegalArgumentException if {@code entries} is not positive, {@code channel} belongs to
      *                                  another context, or {@code compVector} is out of range
      * @throws IllegalStateException    if the context or the channel is closed

@@ -80,7 +80,6 @@ public final class Doctor {
         /**
          * Checks that a warning or a problem has a fix.
          *
-         * @throws NullPointerException     if {@code check}, {@code status} or {@code detail} is null
          * @throws IllegalArgumentException if a {@link Status#WARNING} or {@link Status#PROBLEM} has no fix
          */
         public Finding {

@@ -29,7 +29,6 @@ public final class Gid {
      *
      * @param raw the 16 bytes (copied)
      * @return the GID
-     * @throws NullPointerException     if {@code raw} is null
      * @throws IllegalArgumentException if {@code raw} is not 16 bytes long
      */
     public static Gid of(byte[] raw) {
@@ -45,7 +44,6 @@ public final class Gid {
      *
      * @param text the text
      * @return the GID
-     * @throws NullPointerException     if {@code text} is null
      * @throws IllegalArgumentException if {@code text} is neither form
      */
     public static Gid parse(String text) {

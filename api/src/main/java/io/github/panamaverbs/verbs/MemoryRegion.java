@@ -454,7 +454,6 @@ public final class MemoryRegion extends Resource {
      * @param length the number of bytes
      * @param flush  wait until it is done ({@code IB_UVERBS_ADVISE_MR_FLAG_FLUSH}); else the call may
      *               return before
-     * @throws NullPointerException      if {@code advice} is null
      * @throws IndexOutOfBoundsException if the range is outside the region
      * @throws IllegalArgumentException  if the region was registered without {@link AccessFlag#ON_DEMAND}
      * @throws IllegalStateException     if the region or its memory is gone

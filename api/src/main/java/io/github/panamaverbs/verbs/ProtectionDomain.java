@@ -207,7 +207,6 @@ public final class ProtectionDomain extends Resource {
      * @param init its type, completion queues, optional shared receive queue and capacities
      * @return the queue pair; close it before this domain, its completion queues and its shared
      *         receive queue
-     * @throws NullPointerException     if {@code init} is null
      * @throws IllegalArgumentException if a completion queue or the shared receive queue belongs to
      *                                  another context
      * @throws IllegalStateException    if this domain, a completion queue or the shared receive queue is
@@ -239,7 +238,6 @@ public final class ProtectionDomain extends Resource {
      *
      * @param type {@link MemoryWindow.Type#TYPE_1} or {@link MemoryWindow.Type#TYPE_2}
      * @return the window; close it before this domain
-     * @throws NullPointerException  if {@code type} is null
      * @throws IllegalStateException if this domain is closed
      * @throws VerbsException        if {@code ibv_alloc_mw} fails: EOPNOTSUPP where the device has no
      *                               memory windows (SoftiWARP) or not of this type
@@ -256,7 +254,6 @@ public final class ProtectionDomain extends Resource {
      *
      * @param destination where the datagrams go (on RoCE: with a global route)
      * @return the address handle; close it before this domain
-     * @throws NullPointerException  if {@code destination} is null
      * @throws IllegalStateException if this domain is closed
      * @throws VerbsException        if {@code ibv_create_ah} fails, e.g. EINVAL on RoCE without a global route
      */

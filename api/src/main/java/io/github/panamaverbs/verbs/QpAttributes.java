@@ -66,7 +66,6 @@ public final class QpAttributes {
      *
      * @param state the state to move to
      * @return these attributes
-     * @throws NullPointerException if {@code state} is null
      */
     public QpAttributes state(QpState state) {
         ibv_qp_attr.qp_state(attr, Objects.requireNonNull(state, "state").value);
@@ -110,7 +109,6 @@ public final class QpAttributes {
      *
      * @param flags the remote operations allowed ({@code REMOTE_WRITE}, {@code REMOTE_READ}, {@code REMOTE_ATOMIC})
      * @return these attributes
-     * @throws NullPointerException if {@code flags} is null
      */
     public QpAttributes accessFlags(Set<AccessFlag> flags) {
         ibv_qp_attr.qp_access_flags(attr, AccessFlag.mask(Objects.requireNonNull(flags, "flags")));
@@ -143,7 +141,6 @@ public final class QpAttributes {
      *
      * @param mtu the path MTU, at most the port's active MTU
      * @return these attributes
-     * @throws NullPointerException if {@code mtu} is null
      */
     public QpAttributes pathMtu(Mtu mtu) {
         ibv_qp_attr.path_mtu(attr, Objects.requireNonNull(mtu, "mtu").value);
@@ -286,7 +283,6 @@ public final class QpAttributes {
      *
      * @param av the path
      * @return these attributes
-     * @throws NullPointerException if {@code av} is null
      */
     public QpAttributes addressVector(AddressVector av) {
         Objects.requireNonNull(av, "av").writeTo(ibv_qp_attr.ah_attr(attr));

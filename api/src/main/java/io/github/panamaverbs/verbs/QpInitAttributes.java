@@ -32,7 +32,6 @@ public final class QpInitAttributes {
      * @param type   the transport type
      * @param sendCq the completion queue of the send queue
      * @param recvCq the completion queue of the receive queue
-     * @throws NullPointerException if an argument is null
      */
     public QpInitAttributes(QpType type, CompletionQueue sendCq, CompletionQueue recvCq) {
         this.type = Objects.requireNonNull(type, "type");

@@ -272,7 +272,6 @@ public final class QueuePair extends Resource {
      * {@code ibv_modify_qp}: applies the attributes that were set, with their mask.
      *
      * @param attributes the attributes, each setter of which sets its mask bit
-     * @throws NullPointerException     if {@code attributes} is null
      * @throws IllegalArgumentException if no attribute is set
      * @throws IllegalStateException    if the queue pair is closed
      * @throws VerbsException           naming the transition, if {@code ibv_modify_qp} fails (EINVAL: an
@@ -355,7 +354,6 @@ public final class QueuePair extends Resource {
      *
      * @param options the local port and GID index
      * @return this queue pair's endpoint, to send to the peer out of band
-     * @throws NullPointerException  if {@code options} is null
      * @throws IllegalStateException if the context is closed
      * @throws VerbsException        if querying the port or the GID fails, e.g. no such port or GID index
      */
@@ -372,7 +370,6 @@ public final class QueuePair extends Resource {
      * posted from INIT on.
      *
      * @param options the port, partition key index, access rights or Q_Key
-     * @throws NullPointerException          if {@code options} is null
      * @throws UnsupportedOperationException for a queue pair that is not RC, UC or UD (use
      *                                       {@link #modify(QpAttributes)})
      * @throws IllegalStateException         if the queue pair is closed
@@ -430,7 +427,6 @@ public final class QueuePair extends Resource {
      * counts and the initiator's read/atomic depth.
      *
      * @param options the timeout, retry counts and read/atomic depth
-     * @throws NullPointerException  if {@code options} is null
      * @throws IllegalStateException if the queue pair is closed
      * @throws VerbsException        if {@code ibv_modify_qp} fails, e.g. when not in RTR or RTS
      */
@@ -476,7 +472,6 @@ public final class QueuePair extends Resource {
      * @param options the port and partition key index
      * @param qkey    the Q_Key
      * @throws IllegalStateException if this is not a UD queue pair, or it is closed
-     * @throws NullPointerException  if {@code options} is null
      * @throws VerbsException        if a transition fails
      */
     public void activateDatagram(ConnectOptions options, int qkey) {
@@ -516,7 +511,6 @@ public final class QueuePair extends Resource {
      * request objects themselves may be changed and posted again as soon as this returns.
      *
      * @param request the first request of the chain
-     * @throws NullPointerException  if {@code request} is null
      * @throws VerbsException        naming the first request that was not posted and why
      * @throws IllegalStateException if this queue pair, a memory region or an address handle of the
      *                               chain is closed, a request's memory was freed, a request on a UD
@@ -612,7 +606,6 @@ public final class QueuePair extends Resource {
      *
      * @param gid the group's GID (on RoCE v2 with IPv4, {@code ::ffff:} and a 224.0.0.0/4 address)
      * @param lid the group's LID (0 on RoCE)
-     * @throws NullPointerException     if {@code gid} is null
      * @throws IllegalArgumentException if {@code lid} is not in [0, 65535]
      * @throws IllegalStateException    if this queue pair is not UD, or is closed
      * @throws VerbsException           if {@code ibv_attach_mcast} fails (EINVAL: not a multicast GID)
@@ -626,7 +619,6 @@ public final class QueuePair extends Resource {
      *
      * @param gid the group's GID
      * @param lid the group's LID
-     * @throws NullPointerException     if {@code gid} is null
      * @throws IllegalArgumentException if {@code lid} is not in [0, 65535]
      * @throws IllegalStateException    if this queue pair is not UD, or is closed
      * @throws VerbsException           if {@code ibv_detach_mcast} fails (EINVAL or ENOENT: not attached)
@@ -672,7 +664,6 @@ public final class QueuePair extends Resource {
      * @param wrId     the work request ID of its completion
      * @param signaled whether it completes also on success
      * @return the window's new rkey
-     * @throws NullPointerException      if an argument is null
      * @throws IllegalArgumentException  for a type 2 window, another protection domain, a region that
      *                                   does not own its memory, a length that is not positive or a right
      *                                   a window does not grant
@@ -694,7 +685,6 @@ public final class QueuePair extends Resource {
      * may be changed and posted again as soon as this returns. Receives may be posted from INIT on.
      *
      * @param request the first request of the chain
-     * @throws NullPointerException  if {@code request} is null
      * @throws IllegalStateException if this queue pair receives from a shared receive queue, if it or a
      *                               memory region of the chain is closed, or if the memory of a request
      *                               or of a region was freed

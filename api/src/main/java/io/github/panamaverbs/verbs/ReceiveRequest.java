@@ -35,7 +35,6 @@ public final class ReceiveRequest extends WorkRequest<ReceiveRequest> {
      *
      * @param maxSge the room for scatter/gather entries, 1 to 65536
      * @param arena  where the request's memory is allocated
-     * @throws NullPointerException     if {@code arena} is null
      * @throws IllegalArgumentException if {@code maxSge} is out of range
      * @throws IllegalStateException    if {@code arena} is closed
      */

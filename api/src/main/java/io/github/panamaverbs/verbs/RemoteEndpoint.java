@@ -46,7 +46,6 @@ public record RemoteEndpoint(int lid, int qpn, int psn, Gid gid) {
      *
      * @param bytes {@link #BYTES} bytes, as {@link #toBytes()} writes them
      * @return the endpoint
-     * @throws NullPointerException     if {@code bytes} is null
      * @throws IllegalArgumentException if {@code bytes} is not {@link #BYTES} long, or a field is out of range
      */
     public static RemoteEndpoint fromBytes(byte[] bytes) {

@@ -204,7 +204,6 @@ public final class SendBatch {
      *
      * @param flags the flags; the others are cleared
      * @return this batch
-     * @throws NullPointerException  if {@code flags} is null
      * @throws IllegalStateException if no batch is under way, or the queue pair is closed
      */
     public SendBatch flags(Set<SendFlag> flags) {
@@ -436,7 +435,6 @@ public final class SendBatch {
      * @param length the window's length, positive
      * @param access the rights it grants
      * @return this batch
-     * @throws NullPointerException      if an argument is null
      * @throws IllegalArgumentException  as {@link SendRequest#bindMemoryWindow}
      * @throws IndexOutOfBoundsException if the range is not inside {@code region}
      * @throws IllegalStateException     as {@link #sendWithImmediate(int)}, for BIND_MW; or the window or
@@ -469,7 +467,6 @@ public final class SendBatch {
      * @param offset where the bytes start in {@code region}
      * @param length the number of bytes
      * @return this batch
-     * @throws NullPointerException      if {@code region} is null
      * @throws IndexOutOfBoundsException if the range is not inside {@code region}
      * @throws IllegalStateException     if no request is under way, or the region or queue pair is closed
      */
@@ -538,7 +535,6 @@ public final class SendBatch {
      *
      * @param data the bytes, at most the queue pair's {@code maxInlineData}
      * @return this batch
-     * @throws NullPointerException     if {@code data} is null
      * @throws IllegalArgumentException if {@code data} is a heap segment or longer than {@code maxInlineData}
      * @throws IllegalStateException    if no request is under way, its flags lack {@link SendFlag#INLINE},
      *                                  {@code data} is freed, or the queue pair is closed
@@ -635,7 +631,6 @@ public final class SendBatch {
      * @param remoteQpn   the destination queue pair (0xFFFFFF for a multicast group)
      * @param remoteQkey  its Q_Key
      * @return this batch
-     * @throws NullPointerException  if {@code destination} is null
      * @throws IllegalStateException if the queue pair is not UD, no request is under way, or the address
      *                               handle or queue pair is closed
      */

@@ -81,7 +81,6 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      *
      * @param maxSge the room for scatter/gather entries, 1 to 65536
      * @param arena  where the request's memory is allocated
-     * @throws NullPointerException     if {@code arena} is null
      * @throws IllegalArgumentException if {@code maxSge} is out of range
      * @throws IllegalStateException    if {@code arena} is closed
      */
@@ -97,7 +96,6 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      *
      * @param opcode the operation
      * @return this request
-     * @throws NullPointerException          if {@code opcode} is null
      * @throws UnsupportedOperationException for {@code BIND_MW}, {@code TSO} and {@code DRIVER1}
      */
     public SendRequest opcode(SendOpcode opcode) {
@@ -124,7 +122,6 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      *
      * @param flags the flags to set; the others are cleared
      * @return this request
-     * @throws NullPointerException if {@code flags} is null
      */
     public SendRequest flags(Set<SendFlag> flags) {
         putInt(SEND_FLAGS, SendFlag.mask(Objects.requireNonNull(flags, "flags")));
@@ -191,7 +188,6 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      *
      * @param data the bytes to send, at most the queue pair's {@code max_inline_data}
      * @return this request
-     * @throws NullPointerException     if {@code data} is null
      * @throws IllegalArgumentException if {@code data} is a heap segment, or longer than 2<sup>31</sup> - 1 bytes
      */
     public SendRequest inlineData(MemorySegment data) {
@@ -276,7 +272,6 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @param remoteQpn   the destination queue pair's number
      * @param remoteQkey  the destination queue pair's Q_Key
      * @return this request
-     * @throws NullPointerException if {@code destination} is null
      */
     public SendRequest datagram(AddressHandle destination, int remoteQpn, int remoteQkey) {
         Objects.requireNonNull(destination, "destination");
@@ -305,7 +300,6 @@ public final class SendRequest extends WorkRequest<SendRequest> {
      * @param access the rights it grants: a subset of {@code REMOTE_READ}, {@code REMOTE_WRITE},
      *               {@code REMOTE_ATOMIC}
      * @return this request
-     * @throws NullPointerException      if an argument is null
      * @throws IllegalArgumentException  for a type 1 window (bind it with {@link QueuePair#bindMemoryWindow}),
      *                                   a region of another domain or not owning its memory, a length
      *                                   that is not positive or a right a window does not grant

@@ -73,7 +73,6 @@ public final class SharedReceiveQueue extends Resource {
      * may be changed and posted again as soon as this returns.
      *
      * @param request the first request of the chain
-     * @throws NullPointerException  if {@code request} is null
      * @throws IllegalStateException if this queue, or a memory region of the chain, is closed, or the
      *                               memory of a request or of a region was freed
      * @throws VerbsException        naming the first request that was not posted and why

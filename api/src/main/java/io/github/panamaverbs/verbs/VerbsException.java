@@ -4,7 +4,8 @@ import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Jfr;
 
 /**
- * A verb failed: the one exception type of this library.
+ * A verb failed in C. With {@link io.github.panamaverbs.cm.ConnectionException}, one of the two
+ * failures of RDMA itself, under {@link RdmaException}.
  *
  * <p>It carries the name of the C verb that failed ({@code ibv_open_device}, {@code ibv_reg_mr}, …),
  * the {@code errno} it reported, that errno's symbolic name ({@code ENOMEM}) and {@code strerror}
@@ -16,7 +17,7 @@ import io.github.panamaverbs.internal.Jfr;
  * bad argument) is reported with the usual Java exceptions instead: {@link IllegalStateException},
  * {@link IndexOutOfBoundsException}, {@link IllegalArgumentException}.
  */
-public final class VerbsException extends RuntimeException {
+public final class VerbsException extends RdmaException {
     private static final long serialVersionUID = 1L;
 
     /** The C verb that failed. */

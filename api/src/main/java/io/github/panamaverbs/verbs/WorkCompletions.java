@@ -71,7 +71,6 @@ public final class WorkCompletions {
      * @param capacity the most completions one poll reads, 1 to 2<sup>22</sup>
      * @param arena    where the batch's memory is allocated; polling into the batch fails once it is closed
      * @throws IllegalArgumentException if {@code capacity} is out of range
-     * @throws NullPointerException     if {@code arena} is null
      * @throws IllegalStateException    if {@code arena} is closed
      */
     public WorkCompletions(int capacity, Arena arena) {

@@ -96,7 +96,6 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      * @param offset where the bytes start in {@code region}
      * @param length the number of bytes (unsigned)
      * @return this request
-     * @throws NullPointerException      if {@code region} is null
      * @throws IndexOutOfBoundsException if the range is not inside {@code region}
      * @throws IllegalStateException     if {@code region} is closed or its memory freed
      */
@@ -117,7 +116,6 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      * @param offset where the bytes start in {@code region}
      * @param length the number of bytes (unsigned)
      * @return this request
-     * @throws NullPointerException      if {@code region} is null
      * @throws IndexOutOfBoundsException if the range is not inside {@code region}
      * @throws IllegalStateException     if the request has no room for another entry, or
      *                                   {@code region} is closed or its memory freed
@@ -141,7 +139,6 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      * @param offset where the bytes start in {@code region}
      * @param length the number of bytes (unsigned)
      * @return this request
-     * @throws NullPointerException      if {@code region} is null
      * @throws IndexOutOfBoundsException if {@code index} is out of range, or the range is not inside {@code region}
      * @throws IllegalStateException     if {@code region} is closed or its memory freed
      */

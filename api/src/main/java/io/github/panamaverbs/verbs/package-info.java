@@ -63,10 +63,17 @@
  * not resources: they hold no C object, and their memory belongs to an arena (by default one that
  * the garbage collector frees).
  *
+ * <h2 id="nulls">Null arguments</h2>
+ *
+ * Unless a method says otherwise, passing {@code null} for an argument of a constructor or method
+ * of a class in this package throws {@link java.lang.NullPointerException}, whose message names the
+ * argument; the elements of an array or collection argument are checked where the method says so.
+ *
  * <h2 id="errors">Errors</h2>
  *
  * A verb that fails in C throws {@link io.github.panamaverbs.verbs.VerbsException}, naming the verb,
- * its errno and the likely cause. Misuse that Java sees before calling C throws the usual Java
+ * its errno and the likely cause (a {@link io.github.panamaverbs.verbs.RdmaException}, as the
+ * connection manager's {@code ConnectionException} is). Misuse that Java sees before calling C throws the usual Java
  * exceptions: {@link java.lang.IllegalStateException} (a closed resource, freed memory),
  * {@link java.lang.IllegalArgumentException} (a bad argument), {@link java.lang.IndexOutOfBoundsException}
  * (a range outside its memory region), {@link java.lang.NullPointerException} (a null argument where
@@ -163,39 +170,11 @@
  * <h2 id="example">Example</h2>
  *
  * An RDMA write between two queue pairs of one device (the same code connects queue pairs on two
- * hosts once their endpoints are exchanged); it is the example of the project's README:
+ * hosts once their endpoints are exchanged); it is the first example of the project's README:
  *
- * <pre>{@code
- * for (Device device : Device.list()) {
- *     System.out.println(device.name() + ": " + device.transport() + ", node GUID " + device.guidString());
- * }
- * try (Context ctx = Device.open(deviceName);
- *      ProtectionDomain pd = ctx.allocateProtectionDomain();
- *      CompletionQueue cq = ctx.createCompletionQueue(16);
- *      QueuePair a = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
- *      QueuePair b = pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq));
- *      MemoryRegion src = pd.allocateAndRegister(4096);
- *      MemoryRegion dst = pd.allocateAndRegister(4096, AccessFlag.REMOTE_WRITE)) {
- *     // Connect the queue pairs to each other. Across hosts, exchange the endpoints out of
- *     // band: RemoteEndpoint.toBytes() / fromBytes() over TCP.
- *     ConnectOptions how = ConnectOptions.port(1).gidIndex(gidIndex);
- *     a.connect(b.localEndpoint(how), how);
- *     b.connect(a.localEndpoint(how), how);
+ * {@snippet file="io/github/panamaverbs/verbs/ReadmeExampleTest.java" region="readme"}
  *
- *     src.segment().setString(0, "hello, RDMA");
- *     SendRequest write = new SendRequest(1)             // built once, reusable, off-heap
- *             .opcode(SendOpcode.RDMA_WRITE).signaled(true)
- *             .sge(src, 0, 64)
- *             .rdma(dst.address(), dst.rkey());
- *     a.postSend(write);
- *
- *     WorkCompletions wc = new WorkCompletions(8);       // polled without allocation
- *     while (cq.poll(wc) == 0) {
- *         Thread.onSpinWait();
- *     }
- *     // src may be reused, and dst read, only now that the write's completion is polled
- *     System.out.println(wc.status(0) + ": " + dst.segment().getString(0));
- * }
- * }</pre>
+ * The test that holds it compiles it, and runs it on a device; {@code src} may be reused, and
+ * {@code dst} read, only once the write's completion is polled.
  */
 package io.github.panamaverbs.verbs;

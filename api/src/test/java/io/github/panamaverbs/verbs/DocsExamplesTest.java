@@ -25,8 +25,8 @@ class DocsExamplesTest {
     private static final Pattern JAVA_BLOCK = Pattern.compile("```java\n(.*?)```\n", Pattern.DOTALL);
 
     private static Set<String> compiledExamples() throws IOException {
-        return Set.of(ReadmeExampleTest.example(ReadmeExampleTest.class, "// README-EXAMPLE-BEGIN", "// README-EXAMPLE-END"),
-                ReadmeExampleTest.example(CmReadmeExampleTest.class, "// README-CM-EXAMPLE-BEGIN", "// README-CM-EXAMPLE-END"),
+        return Set.of(ReadmeExampleTest.example(ReadmeExampleTest.class, "// @start region=\"readme\"", "// @end region=\"readme\""),
+                ReadmeExampleTest.example(CmReadmeExampleTest.class, "// @start region=\"cm\"", "// @end region=\"cm\""),
                 ReadmeExampleTest.example(JfrExampleTest.class, "// README-JFR-EXAMPLE-BEGIN", "// README-JFR-EXAMPLE-END"),
                 ReadmeExampleTest.example(VirtualThreadExampleTest.class, "// README-VT-EXAMPLE-BEGIN", "// README-VT-EXAMPLE-END"));
     }

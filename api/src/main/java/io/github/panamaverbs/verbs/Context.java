@@ -403,8 +403,8 @@ public final class Context extends Resource {
 
     /**
      * {@code ibv_create_cq_ex}: an extended completion queue, which reports {@code fields} and can be
-     * read in place with {@link CompletionQueue#startPoll()} and the {@code read*} accessors, as well
-     * as with {@link CompletionQueue#poll(WorkCompletions)}. It serves queue pairs as any other.
+     * read in place with {@link ExtendedCompletionQueue#startPoll()} and the {@code read*} accessors, as
+     * well as with {@link CompletionQueue#poll(WorkCompletions)}. It serves queue pairs as any other.
      *
      * @param entries    the minimum number of completions it holds
      * @param fields     what each completion reports besides ID, status, opcode, vendor error and flags
@@ -418,9 +418,9 @@ public final class Context extends Resource {
      * @throws VerbsException           if {@code ibv_create_cq_ex} fails: EOPNOTSUPP naming the fields the
      *                                  device does not report (rxe: any beyond {@link WcField#STANDARD})
      */
-    public CompletionQueue createCompletionQueue(int entries, java.util.Set<WcField> fields, CompletionChannel channel,
+    public ExtendedCompletionQueue createCompletionQueue(int entries, java.util.Set<WcField> fields, CompletionChannel channel,
                                                  int compVector) {
-        return new CompletionQueue(this, entries, fields, channel, compVector);
+        return new ExtendedCompletionQueue(this, entries, fields, channel, compVector);
     }
 
     void register(Resource r, long address) {

@@ -206,7 +206,7 @@ class HazardsIT {
     void calls_that_take_the_queue_lock_are_refused_between_startPoll_and_endPoll(TestDevice dev) throws Exception {
         try (Pair p = new Pair(dev, QpType.RC)) {
             CompletionChannel channel = p.keep(p.ctx.createCompletionChannel());
-            CompletionQueue cq = p.keep(p.ctx.createCompletionQueue(16, EnumSet.of(WcField.BYTE_LEN), channel, 0));
+            ExtendedCompletionQueue cq = p.keep(p.ctx.createCompletionQueue(16, EnumSet.of(WcField.BYTE_LEN), channel, 0));
             QueuePair c = p.keep(p.pd.createQueuePair(new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(8).maxRecvWr(8)));
             QueuePair d = p.keep(p.pd.createQueuePair(new QpInitAttributes(QpType.RC, p.cqB, p.cqB).maxSendWr(8).maxRecvWr(8)));
             RemoteEndpoint ec = c.localEndpoint(p.how);

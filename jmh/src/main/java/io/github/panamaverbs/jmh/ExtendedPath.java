@@ -1,6 +1,6 @@
 package io.github.panamaverbs.jmh;
 
-import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.ExtendedCompletionQueue;
 import io.github.panamaverbs.verbs.SendBatch;
 import io.github.panamaverbs.verbs.WcStatus;
 import java.util.concurrent.TimeUnit;
@@ -40,7 +40,7 @@ public class ExtendedPath {
     public static class Api {
         ApiPair p;
         SendBatch batch;
-        CompletionQueue cq;
+        ExtendedCompletionQueue cq;
         int rkey;
         long remote;
 
@@ -48,7 +48,7 @@ public class ExtendedPath {
         public void open() {
             p = new ApiPair(1 << 16, true);
             batch = p.a.sendBatch();
-            cq = p.cqA;
+            cq = (ExtendedCompletionQueue) p.cqA; // an ApiPair made with extended = true
             rkey = p.mrB.rkey();
             remote = p.mrB.address();
         }
@@ -86,7 +86,7 @@ public class ExtendedPath {
     @Benchmark
     public WcStatus writePoll(Api s) {
         s.batch.start().id(1).signaled(true).rdmaWrite(s.rkey, s.remote).sge(s.p.mrA, 0, SIZE).complete();
-        CompletionQueue cq = s.cq;
+        ExtendedCompletionQueue cq = s.cq;
         while (!cq.startPoll()) {
             Thread.onSpinWait();
         }

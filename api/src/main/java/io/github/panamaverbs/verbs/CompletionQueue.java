@@ -250,8 +250,10 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
      * @throws IllegalStateException if the queue has no completion channel or shares it with another
      *                               queue, if the queue or the channel is closed (also while waiting:
      *                               a close wakes the waiter within about 50 ms), if the thread is
-     *                               interrupted while waiting (its interrupt status stays set), or
-     *                               between {@link #startPoll()} and {@link #endPoll()} on this thread
+     *                               interrupted while waiting (its interrupt status stays set), or,
+     *                               for an extended queue, between its
+     *                               {@link ExtendedCompletionQueue#startPoll()} and
+     *                               {@link ExtendedCompletionQueue#endPoll()} on this thread
      * @throws VerbsException        if polling, {@code ibv_req_notify_cq} or {@code ibv_get_cq_event} fails
      */
     public int await(WorkCompletions batch, Duration timeout) {

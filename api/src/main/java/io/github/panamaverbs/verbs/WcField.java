@@ -9,27 +9,27 @@ import java.util.Set;
  * a provider may store less per completion. Reading a field that was not asked for is refused.
  */
 public enum WcField {
-    /** {@code IBV_WC_EX_WITH_BYTE_LEN}: {@link CompletionQueue#readByteLength()} */
+    /** {@code IBV_WC_EX_WITH_BYTE_LEN}: {@link ExtendedCompletionQueue#readByteLength()} */
     BYTE_LEN(1 << 0),
-    /** {@code IBV_WC_EX_WITH_IMM}: {@link CompletionQueue#readImmediate()} */
+    /** {@code IBV_WC_EX_WITH_IMM}: {@link ExtendedCompletionQueue#readImmediate()} */
     IMMEDIATE(1 << 1),
-    /** {@code IBV_WC_EX_WITH_QP_NUM}: {@link CompletionQueue#readQpNumber()} */
+    /** {@code IBV_WC_EX_WITH_QP_NUM}: {@link ExtendedCompletionQueue#readQpNumber()} */
     QP_NUM(1 << 2),
-    /** {@code IBV_WC_EX_WITH_SRC_QP}: {@link CompletionQueue#readSourceQp()} */
+    /** {@code IBV_WC_EX_WITH_SRC_QP}: {@link ExtendedCompletionQueue#readSourceQp()} */
     SOURCE_QP(1 << 3),
-    /** {@code IBV_WC_EX_WITH_SLID}: {@link CompletionQueue#readSourceLid()} */
+    /** {@code IBV_WC_EX_WITH_SLID}: {@link ExtendedCompletionQueue#readSourceLid()} */
     SLID(1 << 4),
-    /** {@code IBV_WC_EX_WITH_SL}: {@link CompletionQueue#readServiceLevel()} */
+    /** {@code IBV_WC_EX_WITH_SL}: {@link ExtendedCompletionQueue#readServiceLevel()} */
     SL(1 << 5),
-    /** {@code IBV_WC_EX_WITH_DLID_PATH_BITS}: {@link CompletionQueue#readDlidPathBits()} */
+    /** {@code IBV_WC_EX_WITH_DLID_PATH_BITS}: {@link ExtendedCompletionQueue#readDlidPathBits()} */
     DLID_PATH_BITS(1 << 6),
-    /** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP}: {@link CompletionQueue#readCompletionTimestamp()} (device clock) */
+    /** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP}: {@link ExtendedCompletionQueue#readCompletionTimestamp()} (device clock) */
     COMPLETION_TIMESTAMP(1 << 7),
-    /** {@code IBV_WC_EX_WITH_CVLAN}: {@link CompletionQueue#readCvlan()} */
+    /** {@code IBV_WC_EX_WITH_CVLAN}: {@link ExtendedCompletionQueue#readCvlan()} */
     CVLAN(1 << 8),
-    /** {@code IBV_WC_EX_WITH_FLOW_TAG}: {@link CompletionQueue#readFlowTag()} */
+    /** {@code IBV_WC_EX_WITH_FLOW_TAG}: {@link ExtendedCompletionQueue#readFlowTag()} */
     FLOW_TAG(1 << 9),
-    /** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK}: {@link CompletionQueue#readCompletionWallclockNanos()} */
+    /** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK}: {@link ExtendedCompletionQueue#readCompletionWallclockNanos()} */
     COMPLETION_TIMESTAMP_WALLCLOCK(1 << 11);
 
     /** {@code IBV_WC_STANDARD_FLAGS}: the fields of the classic {@code struct ibv_wc}. */

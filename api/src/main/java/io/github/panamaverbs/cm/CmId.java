@@ -4,7 +4,6 @@ import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.rdma_cm_id;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
-import io.github.panamaverbs.internal.Quirks;
 import io.github.panamaverbs.internal.VerbsBridge;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.ProtectionDomain;
@@ -569,12 +568,10 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** Soft-RoCE retries for ever with a retry count of 7: a dead peer would never be reported. */
+    /** Soft-RoCE retries for ever with a retry count of 7: a dead peer would never be reported (the verbs package's check). */
     private void checkRetryCount(ConnectionParameters parameters) {
-        if (parameters.retryCount == 7 && space == PortSpace.TCP
-                && VerbsBridge.get().has(context(), Quirks.RXE_RETRY_COUNT_SEVEN_IS_FOREVER)) {
-            throw new IllegalArgumentException("a retry count of 7 retries for ever on Soft-RoCE (" + context().device().name()
-                    + "): a peer that died would never be reported; use 0 to 6 (the default is 6)");
+        if (space == PortSpace.TCP) {
+            VerbsBridge.get().checkRetryCount(context(), parameters.retryCount);
         }
     }
 

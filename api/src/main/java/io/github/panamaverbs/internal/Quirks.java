@@ -80,11 +80,6 @@ public enum Quirks {
         Provider(String file) {
             this.file = file;
         }
-
-        /** Whether the provider function {@code fn} (any of a context's or a queue's) is this provider's. */
-        public boolean owns(MemorySegment fn) {
-            return mappedFile(fn.address()).map(f -> f.contains(file)).orElse(false);
-        }
     }
 
     private final Provider provider;
@@ -125,9 +120,10 @@ public enum Quirks {
     public static Set<Quirks> affecting(MemorySegment fn) {
         Optional<String> file = mappedFile(fn.address());
         Set<Quirks> found = EnumSet.noneOf(Quirks.class);
+        int loaded = rdmaCoreRelease();
         for (Quirks q : values()) {
             if (file.map(f -> f.contains(q.provider.file)).orElse(false)
-                    && (q.fixedInRelease == Integer.MAX_VALUE || (rdmaCoreRelease() > 0 && rdmaCoreRelease() < q.fixedInRelease))) {
+                    && (q.fixedInRelease == Integer.MAX_VALUE || (loaded > 0 && loaded < q.fixedInRelease))) {
                 found.add(q);
             }
         }

@@ -50,8 +50,8 @@ public interface VerbsBridge {
     /** The connection of {@code qp} is gone (DISCONNECTED): moves it to ERR, so that what is outstanding is flushed. */
     void connectionGone(QueuePair qp);
 
-    /** Whether the provider bug {@code quirk} affects the device of {@code context}. */
-    boolean has(Context context, Quirks quirk);
+    /** Refuses a transport retry count the device of {@code context} would take as "for ever" (7 on Soft-RoCE). */
+    void checkRetryCount(Context context, int retryCount);
 
     /** The bridge, once the verbs package has registered it. */
     static VerbsBridge get() {

@@ -1,6 +1,5 @@
 package io.github.panamaverbs.verbs;
 
-import io.github.panamaverbs.internal.Quirks;
 import io.github.panamaverbs.internal.VerbsBridge;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
@@ -45,7 +44,7 @@ final class Bridge implements VerbsBridge {
     }
 
     @Override
-    public boolean has(Context context, Quirks quirk) {
-        return context.has(quirk);
+    public void checkRetryCount(Context context, int retryCount) {
+        QueuePair.checkRetryCount(context, retryCount);
     }
 }

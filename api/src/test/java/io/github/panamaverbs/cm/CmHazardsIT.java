@@ -94,6 +94,18 @@ class CmHazardsIT {
         report(String.format("%s: bind to 192.0.2.1 failed in %.1f ms: %s", provider, ms, e.getMessage()));
     }
 
+    /** A retry count of 7 ("for ever" on Soft-RoCE) is refused by the connection manager too, and nothing stays open. */
+    @org.junit.jupiter.api.Test
+    void aRetryCountOfSevenIsRefusedOnSoftRoce() throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip("rxe"), PORT.incrementAndGet());
+        try (Listener listener = Listener.bind(address, 4)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Connection.connect(address,
+                    new Connection.Config().parameters(new ConnectionParameters().retryCount(7)), TIMEOUT));
+            assertTrue(e.getMessage().contains("for ever"), e.getMessage());
+            report("rxe: connect with retry count 7 refused (" + e.getMessage() + ")");
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"rxe", "siw"})
     void privateDataAtTheLimitConnectsAndOneByteMoreIsRefusedInJava(String provider) throws Exception {

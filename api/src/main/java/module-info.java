@@ -15,4 +15,5 @@ module io.github.panamaverbs {
 
     exports io.github.panamaverbs.verbs;
     exports io.github.panamaverbs.cm;
+    exports io.github.panamaverbs.diagnostics;
 }

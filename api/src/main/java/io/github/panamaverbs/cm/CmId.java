@@ -2,16 +2,16 @@ package io.github.panamaverbs.cm;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.rdma_cm_id;
+import io.github.panamaverbs.access.VerbsAccess;
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Lifetime;
 import io.github.panamaverbs.internal.Native;
-import io.github.panamaverbs.internal.VerbsBridge;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.ProtectionDomain;
 import io.github.panamaverbs.verbs.QpInitAttributes;
 import io.github.panamaverbs.verbs.QpState;
 import io.github.panamaverbs.verbs.QpType;
 import io.github.panamaverbs.verbs.QueuePair;
-import io.github.panamaverbs.verbs.Resource;
 import io.github.panamaverbs.verbs.TransportType;
 import io.github.panamaverbs.verbs.VerbsException;
 import java.lang.foreign.Arena;
@@ -86,7 +86,7 @@ public final class CmId implements AutoCloseable {
 
     private final EventChannel channel;
     private final PortSpace space;
-    private final Resource handle;
+    private final Lifetime handle;
     private final long address;
     private volatile QueuePair qp;
     /** {@link #resolveAddress} succeeded: a route can be resolved. */
@@ -98,7 +98,7 @@ public final class CmId implements AutoCloseable {
         this.channel = channel;
         this.space = space;
         this.address = id.address();
-        this.handle = VerbsBridge.get().handle(id, rdma_cm_id.sizeof(), this, this::destroy, channel.handle);
+        this.handle = new Lifetime(this, id, rdma_cm_id.sizeof(), this::destroy, channel.handle);
         channel.add(this, address);
     }
 
@@ -124,7 +124,7 @@ public final class CmId implements AutoCloseable {
     }
 
     private MemorySegment id() {
-        return VerbsBridge.get().pointer(handle);
+        return handle.handle();
     }
 
     /** {@return the port space it was created in} */
@@ -247,7 +247,7 @@ public final class CmId implements AutoCloseable {
         if (verbs.address() == 0) {
             throw new IllegalStateException(this + " is not bound to a device yet: resolve an address (or bind to a device's address) first");
         }
-        return VerbsBridge.get().borrowedContext(verbs);
+        return VerbsAccess.get().borrowedContext(verbs);
     }
 
     /**
@@ -293,8 +293,8 @@ public final class CmId implements AutoCloseable {
                     + " that this ID is bound to");
         }
         MemorySegment id = id();
-        MemorySegment pdHandle = VerbsBridge.get().pointer(pd);
-        QueuePair created = VerbsBridge.get().queuePair(pd, init, attr -> {
+        MemorySegment pdHandle = VerbsAccess.get().pointer(pd);
+        QueuePair created = VerbsAccess.get().queuePair(pd, init, attr -> {
             Native.check("rdma_create_qp", Native.MEMLOCK, c -> (int) CREATE_QP.invokeExact(c.errno(), id, pdHandle, attr));
             return rdma_cm_id.qp(id);
         }, this::destroyQueuePair, handle, space == PortSpace.UDP ? QpState.RTS : QpState.INIT);
@@ -413,7 +413,7 @@ public final class CmId implements AutoCloseable {
                 c -> (int) DISCONNECT.invokeExact(c.errno(), id));
         QueuePair q = qp;
         if (q != null) {
-            VerbsBridge.get().stateChanged(q, QpState.ERR);
+            VerbsAccess.get().stateChanged(q, QpState.ERR);
         }
     }
 
@@ -571,7 +571,7 @@ public final class CmId implements AutoCloseable {
     /** Soft-RoCE retries for ever with a retry count of 7: a dead peer would never be reported (the verbs package's check). */
     private void checkRetryCount(ConnectionParameters parameters) {
         if (space == PortSpace.TCP) {
-            VerbsBridge.get().checkRetryCount(context(), parameters.retryCount);
+            VerbsAccess.get().checkRetryCount(context(), parameters.retryCount);
         }
     }
 

@@ -5,13 +5,13 @@ import io.github.panamaverbs.bindings.rdma_cm_event;
 import io.github.panamaverbs.bindings.rdma_conn_param;
 import io.github.panamaverbs.bindings.rdma_event_channel;
 import io.github.panamaverbs.bindings.rdma_ud_param;
+import io.github.panamaverbs.access.VerbsAccess;
 import io.github.panamaverbs.internal.Errno;
+import io.github.panamaverbs.internal.Lifetime;
 import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.NativeLibraries;
-import io.github.panamaverbs.internal.VerbsBridge;
 import io.github.panamaverbs.verbs.QpState;
-import io.github.panamaverbs.verbs.Resource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
@@ -48,7 +48,7 @@ public final class EventChannel implements AutoCloseable {
     /** How often a waiting thread looks for its event among those another thread read. */
     private static final long QUEUE_CHECK_NANOS = 20_000_000L;
 
-    final Resource handle;
+    final Lifetime handle;
     private final int fd;
     /** The IDs of this channel by C address, so that events name the Java object. */
     private final Map<Long, CmId> ids = new ConcurrentHashMap<>();
@@ -57,12 +57,12 @@ public final class EventChannel implements AutoCloseable {
 
     private EventChannel(MemorySegment channel) {
         Native.prepareWaits();
-        this.handle = VerbsBridge.get().handle(channel, rdma_event_channel.sizeof(), this,
+        this.handle = new Lifetime(this, channel, rdma_event_channel.sizeof(),
                 address -> Native.call(c -> {
                     Handles.DESTROY.invokeExact(address);
                     return null;
                 }));
-        this.fd = rdma_event_channel.fd(VerbsBridge.get().pointer(handle));
+        this.fd = rdma_event_channel.fd(handle.handle());
         Native.setNonBlocking(fd, "rdma_cm event channel");
     }
 
@@ -102,7 +102,7 @@ public final class EventChannel implements AutoCloseable {
 
     /** The C object; throws {@link IllegalStateException} once closed. */
     MemorySegment pointer() {
-        return VerbsBridge.get().pointer(handle);
+        return handle.handle();
     }
 
     void add(CmId id, long address) {
@@ -271,7 +271,7 @@ public final class EventChannel implements AutoCloseable {
         CmEvent e = datagram
                 ? new CmEvent(type, status, id, listener, privateData, 0, 0, rdma_ud_param.qp_num(param),
                         rdma_ud_param.qkey(param), hasAddress
-                        ? VerbsBridge.get().addressVector(rdma_ud_param.ah_attr(param)) : null)
+                        ? VerbsAccess.get().addressVector(rdma_ud_param.ah_attr(param)) : null)
                 : new CmEvent(type, status, id, listener, privateData,
                         Byte.toUnsignedInt(rdma_conn_param.responder_resources(param)),
                         Byte.toUnsignedInt(rdma_conn_param.initiator_depth(param)), rdma_conn_param.qp_num(param), 0, null);
@@ -286,13 +286,13 @@ public final class EventChannel implements AutoCloseable {
         }
         if (id != null && id.queuePairOrNull() != null) {
             if (type == CmEventType.ESTABLISHED) {
-                VerbsBridge.get().stateChanged(id.queuePairOrNull(), QpState.RTS);
+                VerbsAccess.get().stateChanged(id.queuePairOrNull(), QpState.RTS);
             } else if (type == CmEventType.REJECTED || type == CmEventType.CONNECT_ERROR) {
-                VerbsBridge.get().stateChanged(id.queuePairOrNull(), QpState.ERR); // librdmacm flushed it
+                VerbsAccess.get().stateChanged(id.queuePairOrNull(), QpState.ERR); // librdmacm flushed it
             } else if (type == CmEventType.DISCONNECTED) {
                 try {
                     // the connection is over: flush what is outstanding
-                    VerbsBridge.get().connectionGone(id.queuePairOrNull());
+                    VerbsAccess.get().connectionGone(id.queuePairOrNull());
                 } catch (RuntimeException ignored) {
                     // closed meanwhile
                 }

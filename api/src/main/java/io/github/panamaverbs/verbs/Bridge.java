@@ -1,20 +1,18 @@
 package io.github.panamaverbs.verbs;
 
-import io.github.panamaverbs.internal.VerbsBridge;
+import io.github.panamaverbs.access.VerbsAccess;
+import io.github.panamaverbs.internal.Lifetime;
+import io.github.panamaverbs.internal.Quirks;
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 
-/** The verbs package's side of {@link VerbsBridge}; registered when {@link Resource} is initialized. */
-final class Bridge implements VerbsBridge {
+/** The verbs package's side of {@link VerbsAccess}; registered when {@link Context} is initialized. */
+final class Bridge implements VerbsAccess {
     @Override
-    public Resource handle(MemorySegment pointer, long size, Object owner, Consumer<MemorySegment> destroy, Resource... uses) {
-        return new Handle(pointer, size, owner, destroy, uses);
-    }
-
-    @Override
-    public MemorySegment pointer(Resource resource) {
-        return resource.handle();
+    public MemorySegment pointer(ProtectionDomain pd) {
+        return pd.handle();
     }
 
     @Override
@@ -24,7 +22,7 @@ final class Bridge implements VerbsBridge {
 
     @Override
     public QueuePair queuePair(ProtectionDomain pd, QpInitAttributes init, UnaryOperator<MemorySegment> create,
-                               Consumer<MemorySegment> destroy, Resource owner, QpState initialState) {
+                               Consumer<MemorySegment> destroy, Lifetime owner, QpState initialState) {
         return new QueuePair(pd, init, create, destroy, owner, initialState);
     }
 
@@ -46,5 +44,10 @@ final class Bridge implements VerbsBridge {
     @Override
     public void checkRetryCount(Context context, int retryCount) {
         QueuePair.checkRetryCount(context, retryCount);
+    }
+
+    @Override
+    public Set<Quirks> quirks(Context context) {
+        return context.quirks();
     }
 }

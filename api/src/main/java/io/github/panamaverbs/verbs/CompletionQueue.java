@@ -3,6 +3,7 @@ package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_cq;
+import io.github.panamaverbs.internal.DataPath;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.Quirks;
@@ -60,8 +61,8 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
         this.channel = channel;
         this.noteErrors = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
         try {
-            this.pollFn = DataPath.op(context, DataPath.POLL);
-            this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
+            this.pollFn = context.op(DataPath.POLL);
+            this.notifyFn = context.op(DataPath.REQ_NOTIFY);
             context.register(this, ptr().address());
             afterCreate();
         } catch (RuntimeException | Error e) {
@@ -80,8 +81,8 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
         this.channel = channel;
         this.noteErrors = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
         try {
-            this.pollFn = DataPath.op(context, DataPath.POLL);
-            this.notifyFn = DataPath.op(context, DataPath.REQ_NOTIFY);
+            this.pollFn = context.op(DataPath.POLL);
+            this.notifyFn = context.op(DataPath.REQ_NOTIFY);
         } catch (RuntimeException | Error e) {
             abandon(e);
             throw e;

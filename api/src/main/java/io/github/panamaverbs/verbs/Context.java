@@ -13,6 +13,8 @@ import io.github.panamaverbs.bindings.ibv_device_attr_ex;
 import io.github.panamaverbs.bindings.ibv_gid_entry;
 import io.github.panamaverbs.bindings.ibv_port_attr;
 import io.github.panamaverbs.bindings.verbs_context;
+import io.github.panamaverbs.access.VerbsAccess;
+import io.github.panamaverbs.internal.DataPath;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Jfr;
 import io.github.panamaverbs.internal.Native;
@@ -40,6 +42,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * and threads.
  */
 public final class Context extends Resource {
+    static {
+        VerbsAccess.register(new Bridge()); // what cm and the diagnostics need of this package
+    }
+
     private static final MethodHandle CLOSE_DEVICE = Native.withErrno(
             Verbs.ibv_close_device$address(), Verbs.ibv_close_device$descriptor());
     private static final MethodHandle QUERY_DEVICE = Native.withErrno(
@@ -442,17 +448,36 @@ public final class Context extends Resource {
         return byNumber.get(qpNum);
     }
 
+    /**
+     * The provider's function at {@code offset} in {@code context->ops} ({@link DataPath}'s offsets),
+     * resolved when a queue is created, never per call.
+     *
+     * @throws VerbsException EOPNOTSUPP if the provider has none
+     */
+    MemorySegment op(long offset) {
+        MemorySegment fn = DataPath.op(handle(), offset);
+        if (fn.address() == 0) {
+            throw new VerbsException("ibv_context_ops", Errno.EOPNOTSUPP, device().name() + " does not implement this operation");
+        }
+        return fn;
+    }
+
     /** The provider bugs of {@link Quirks} that affect this device, found once (they read /proc/self/maps). */
     private volatile Set<Quirks> quirks;
 
-    /** Whether {@code q} affects this device: for the checks that objects make when they are created, never per call. */
-    boolean has(Quirks q) {
+    /** {@return the provider bugs of {@link Quirks} that affect this device} */
+    Set<Quirks> quirks() {
         Set<Quirks> known = quirks;
         if (known == null) {
-            known = Quirks.affecting(DataPath.op(this, DataPath.POST_SEND));
+            known = Quirks.affecting(op(DataPath.POST_SEND));
             quirks = known;
         }
-        return known.contains(q);
+        return known;
+    }
+
+    /** Whether {@code q} affects this device: for the checks that objects make when they are created, never per call. */
+    boolean has(Quirks q) {
+        return quirks().contains(q);
     }
 
     /** This context's type 2 memory windows by index (rkey >>> 8), for the checks of a local invalidation. */

@@ -8,6 +8,7 @@ import io.github.panamaverbs.bindings.ibv_packet_pacing_caps;
 import io.github.panamaverbs.bindings.ibv_rss_caps;
 import io.github.panamaverbs.bindings.ibv_tm_caps;
 import io.github.panamaverbs.bindings.ibv_tso_caps;
+import io.github.panamaverbs.internal.Snapshot;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -9,6 +9,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import io.github.panamaverbs.bindings.ibv_cq_ex;
 import io.github.panamaverbs.bindings.ibv_cq_init_attr_ex;
 import io.github.panamaverbs.bindings.verbs_context;
+import io.github.panamaverbs.internal.DataPath;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.Quirks;

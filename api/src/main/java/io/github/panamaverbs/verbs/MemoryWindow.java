@@ -120,8 +120,8 @@ public final class MemoryWindow extends Resource {
         MemorySegment alloc;
         MemorySegment dealloc;
         try {
-            alloc = DataPath.op(context, ibv_context_ops.alloc_mw$offset());
-            dealloc = DataPath.op(context, ibv_context_ops.dealloc_mw$offset());
+            alloc = context.op(ibv_context_ops.alloc_mw$offset());
+            dealloc = context.op(ibv_context_ops.dealloc_mw$offset());
         } catch (VerbsException e) {
             throw new VerbsException("ibv_alloc_mw", Errno.EOPNOTSUPP, context.device().name()
                     + " has no memory windows");
@@ -345,7 +345,7 @@ public final class MemoryWindow extends Resource {
         if (qp.protectionDomain() != pd) {
             throw new IllegalArgumentException(qp + " belongs to another protection domain than " + this);
         }
-        MemorySegment bindFn = DataPath.op(pd.context(), ibv_context_ops.bind_mw$offset());
+        MemorySegment bindFn = pd.context().op(ibv_context_ops.bind_mw$offset());
         MemorySegment q = qp.handle();
         MemorySegment mw = handle();
         region.checkMemory(); // open, memory alive (it owns it); not held during the call: see bindMemoryWindow

@@ -1,6 +1,7 @@
 package io.github.panamaverbs.verbs;
 
 import io.github.panamaverbs.bindings.ibv_port_attr;
+import io.github.panamaverbs.internal.Snapshot;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -5,8 +5,10 @@ import io.github.panamaverbs.bindings.ibv_qp;
 import io.github.panamaverbs.bindings.ibv_qp_cap;
 import io.github.panamaverbs.bindings.ibv_qp_init_attr;
 import io.github.panamaverbs.bindings.ibv_qp_init_attr_ex;
+import io.github.panamaverbs.internal.DataPath;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Jfr;
+import io.github.panamaverbs.internal.Lifetime;
 import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.Quirks;
 import java.lang.foreign.MemorySegment;
@@ -102,15 +104,15 @@ public final class QueuePair extends Resource {
      * ibv_create_qp), destroyed by {@code destroyer}, used by nothing after {@code owner} closes.
      */
     QueuePair(ProtectionDomain pd, QpInitAttributes init, UnaryOperator<MemorySegment> creator,
-              Consumer<MemorySegment> destroyer, Resource owner, QpState initialState) {
+              Consumer<MemorySegment> destroyer, Lifetime owner, QpState initialState) {
         this(pd, init, new QpCapabilities[1], creator, destroyer, owner, initialState);
     }
 
     private QueuePair(ProtectionDomain pd, QpInitAttributes init, QpCapabilities[] granted,
-                      UnaryOperator<MemorySegment> creator, Consumer<MemorySegment> destroyer, Resource owner,
+                      UnaryOperator<MemorySegment> creator, Consumer<MemorySegment> destroyer, Lifetime owner,
                       QpState initialState) {
         super(create(pd, init, granted, creator), init.sendOps != null ? io.github.panamaverbs.bindings.ibv_qp_ex.sizeof()
-                : ibv_qp.sizeof(), pd, init.sendCq, init.recvCq, init.srq, owner);
+                : ibv_qp.sizeof(), owner, pd, init.sendCq, init.recvCq, init.srq);
         // What destroy() needs first: from here on, a failure destroys the queue pair (abandon).
         this.destroyer = destroyer;
         this.context = pd.context();
@@ -122,8 +124,8 @@ public final class QueuePair extends Resource {
             this.qpNum = ibv_qp.qp_num(ptr());
             this.hasSrq = init.srq != null;
             this.postsInErrNeverComplete = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
-            this.postSendFn = DataPath.op(context, DataPath.POST_SEND);
-            this.postRecvFn = DataPath.op(context, DataPath.POST_RECV);
+            this.postSendFn = context.op(DataPath.POST_SEND);
+            this.postRecvFn = context.op(DataPath.POST_RECV);
             this.batch = init.sendOps == null ? null : new SendBatch(this, qpEx(), init.sendOps);
             context.register(this, ptr().address());
             context.registerNumber(this, qpNum);

@@ -1,17 +1,12 @@
 package io.github.panamaverbs.verbs;
 
+import io.github.panamaverbs.internal.Lifetime;
 import io.github.panamaverbs.internal.Native;
-import io.github.panamaverbs.internal.VerbsBridge;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
-import java.util.List;
-import java.util.Set;
 
 /**
- * Lifetime of one native verbs object: the one place where handles are tied to arenas and where
- * the closing rule lives.
+ * A native verbs object: what its lifetime means to an application. (The machinery, shared with the
+ * connection manager's objects, is one internal class.)
  *
  * <p><b>The closing rule.</b> A resource can't be closed while a resource that was created from it
  * or uses it is still open: closing a {@link ProtectionDomain} with a live memory region or queue
@@ -21,7 +16,7 @@ import java.util.Set;
  * {@link MemoryWindow} uses each queue pair it was bound through, until it is closed.) Closing twice
  * throws {@link IllegalStateException}; so does any use after close.
  *
- * <p>Each resource owns a shared {@link Arena}; the pointer to its C struct is a segment of that
+ * <p>Each resource owns a shared {@link java.lang.foreign.Arena}; the pointer to its C struct is a segment of that
  * arena, so after {@link #close()} FFM itself refuses every access to it, from any thread, and a
  * freed pointer never reaches C.
  *
@@ -37,17 +32,9 @@ import java.util.Set;
  * refuse to close while it is open, naming it. Close every resource, in try-with-resources.
  */
 public abstract sealed class Resource implements AutoCloseable permits AddressHandle, CompletionChannel,
-        CompletionQueue, Context, Handle, MemoryRegion, MemoryWindow, ProtectionDomain, QueuePair, SharedReceiveQueue {
-    static {
-        VerbsBridge.register(new Bridge());
-    }
-
-    private volatile Arena arena = Arena.ofShared();
-    /** The C struct, a segment of {@link #arena}; replaced only when a failed destroy reopens the resource. */
-    private volatile MemorySegment handle;
-    private final Resource[] uses;
-    private final Set<Resource> users = new LinkedHashSet<>();
-    private boolean closed;
+        CompletionQueue, Context, MemoryRegion, MemoryWindow, ProtectionDomain, QueuePair, SharedReceiveQueue {
+    /** The arena, handle, users and closing rule: the module's one {@link Lifetime} class. */
+    final Lifetime life;
 
     /**
      * @param pointer the C object, as returned by the verb that created it
@@ -55,30 +42,23 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
      * @param uses    the resources this one was created from or refers to (null entries ignored)
      */
     Resource(MemorySegment pointer, long size, Resource... uses) {
-        this.handle = pointer.reinterpret(size, arena, null);
-        List<Resource> list = new ArrayList<>();
-        for (Resource r : uses) {
-            if (r != null && !list.contains(r)) {
-                list.add(r);
-            }
+        this(pointer, size, null, uses);
+    }
+
+    /**
+     * @param other a lifetime of another package that this resource uses too (a connection ID's, for
+     *              the queue pair librdmacm creates on it), or null
+     */
+    Resource(MemorySegment pointer, long size, Lifetime other, Resource... uses) {
+        Lifetime[] lifetimes = new Lifetime[uses.length + 1];
+        for (int i = 0; i < uses.length; i++) {
+            lifetimes[i] = uses[i] == null ? null : uses[i].life;
         }
-        this.uses = list.toArray(new Resource[0]);
-        int linked = 0;
-        try {
-            for (Resource r : this.uses) {
-                r.addUser(this);
-                linked++;
-            }
-        } catch (RuntimeException | Error e) {
-            // A parent was closed by another thread since the creating verb checked it. The only parent
-            // that can close while its child exists natively is a context (the kernel refuses to free
-            // the others, EBUSY), and closing a context destroyed the child with it: unlink, and throw.
-            for (int i = 0; i < linked; i++) {
-                this.uses[i].removeUser(this);
-            }
-            arena.close();
-            throw e;
-        }
+        lifetimes[uses.length] = other;
+        // A parent closed by another thread since the creating verb checked it makes this throw. The
+        // only parent that can close while its child exists natively is a context (the kernel refuses
+        // to free the others, EBUSY), and closing a context destroyed the child with it.
+        this.life = new Lifetime(this, pointer, size, this::destroy, lifetimes);
     }
 
     /**
@@ -97,23 +77,7 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
      * The fields that {@link #destroy(MemorySegment)} uses must be set before anything that can fail.
      */
     final void abandon(Throwable failure) {
-        MemorySegment address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
-        synchronized (this) {
-            closed = true;
-        }
-        try {
-            arena.close();
-        } catch (IllegalStateException e) {
-            failure.addSuppressed(e);
-        }
-        try {
-            destroy(address);
-        } catch (RuntimeException | Error e) {
-            failure.addSuppressed(e);
-        }
-        for (Resource r : uses) {
-            r.removeUser(this);
-        }
+        life.abandon(failure);
     }
 
     /**
@@ -141,32 +105,22 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
     }
 
     /** Makes {@code user} one of the resources that must close before this one (also after creation: a window bound through a queue pair). */
-    final synchronized void addUser(Resource user) {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        users.add(user);
+    final void addUser(Resource user) {
+        life.addUser(user.life);
     }
 
-    final synchronized void removeUser(Resource user) {
-        users.remove(user);
+    final void removeUser(Resource user) {
+        life.removeUser(user.life);
     }
 
     /** How many open resources of {@code type} use this one. */
-    synchronized int countUsers(Class<? extends Resource> type) {
-        int n = 0;
-        for (Resource r : users) {
-            n += type.isInstance(r) ? 1 : 0;
-        }
-        return n;
+    final int countUsers(Class<? extends Resource> type) {
+        return life.countUsers(type);
     }
 
     /** The C struct; throws {@link IllegalStateException} once closed. */
     final MemorySegment handle() {
-        if (!handle.scope().isAlive()) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        return handle;
+        return life.handle();
     }
 
     /**
@@ -174,12 +128,12 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
      * segment whose arena is closed, and {@link #closed(IllegalStateException)} names this resource.
      */
     final MemorySegment ptr() {
-        return handle;
+        return life.ptr();
     }
 
     /** Whether this resource is still open; lock-free, for the data path. */
     final boolean isOpen() {
-        return handle.scope().isAlive();
+        return life.isOpen();
     }
 
     /**
@@ -187,7 +141,7 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
      * closed" when it is, else FFM's own exception (another segment of the call was closed).
      */
     final IllegalStateException closed(IllegalStateException cause) {
-        return isOpen() ? cause : new IllegalStateException(this + " is closed", cause);
+        return life.closed(cause);
     }
 
     /**
@@ -195,48 +149,31 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
      * parent that another thread closed during the call becomes "... is closed", naming it.
      */
     static IllegalStateException closed(IllegalStateException cause, Resource... involved) {
-        for (Resource r : involved) {
-            if (r != null && !r.isOpen()) {
-                return new IllegalStateException(r + " is closed", cause);
-            }
+        Lifetime[] lifetimes = new Lifetime[involved.length];
+        for (int i = 0; i < involved.length; i++) {
+            lifetimes[i] = involved[i] == null ? null : involved[i].life;
         }
-        return cause;
+        return Lifetime.closed(cause, lifetimes);
     }
-
-    // Control-path calls on this resource. The handle is checked first, but another thread may close the
-    // resource between the check and the downcall, and FFM then refuses the segment with its own bare
-    // "Already closed": these turn that into "... is closed", as the data path does (closed(cause)).
 
     /** {@link Native#call} on this resource. */
     final <T> T call(Native.Body<T> body) {
-        try {
-            return Native.call(body);
-        } catch (IllegalStateException e) {
-            throw closed(e);
-        }
+        return life.call(body);
     }
 
     /** {@link Native#check} on this resource. */
     final void check(String verb, Native.Hint hint, Native.IntBody body) {
-        try {
-            Native.check(verb, hint, body);
-        } catch (IllegalStateException e) {
-            throw closed(e);
-        }
+        life.check(verb, hint, body);
     }
 
     /** Reads a field of this resource's C struct. */
     final <T> T read(java.util.function.Function<MemorySegment, T> field) {
-        try {
-            return field.apply(handle());
-        } catch (IllegalStateException e) {
-            throw closed(e);
-        }
+        return life.read(field);
     }
 
     /** {@return whether {@link #close()} has completed} */
-    public final synchronized boolean isClosed() {
-        return closed;
+    public final boolean isClosed() {
+        return life.isClosed();
     }
 
     /**
@@ -252,80 +189,7 @@ public abstract sealed class Resource implements AutoCloseable permits AddressHa
      */
     @Override
     public final void close() {
-        MemorySegment address;
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException(this + " is already closed");
-            }
-            if (!users.isEmpty()) {
-                throw new IllegalStateException("cannot close " + this + ": still in use by " + names(users)
-                        + "; close those first");
-            }
-            address = MemorySegment.ofAddress(handle.address()).reinterpret(handle.byteSize());
-            // Closing the arena first makes every later use fail in Java; it throws (and nothing
-            // is freed) while another thread is in a call that uses this resource. Calls on the data
-            // path are short: retry in their gaps for a while, so that a resource a busy thread polls
-            // can be closed (that thread then gets IllegalStateException).
-            closeArena();
-            closed = true;
-            try {
-                destroy(address);
-            } catch (RuntimeException | Error e) {
-                // The C object still exists: reopen, so that it stays usable and closable.
-                Arena reopened = Arena.ofShared();
-                handle = address.reinterpret(address.byteSize(), reopened, null);
-                arena = reopened;
-                closed = false;
-                throw e;
-            }
-        }
-        for (Resource r : uses) {
-            r.removeUser(this);
-        }
-        Native.wakeWaiters(); // a virtual thread waiting on it (or on what it belonged to) finds it closed
-    }
-
-    /**
-     * The names of {@code resources}, as a list prints them. A resource joins its parents' users as
-     * soon as its native object exists, before its constructor has set the fields its toString reads:
-     * another thread's close() may see it then, and names it by its class.
-     */
-    private static String names(Set<Resource> resources) {
-        List<String> names = new ArrayList<>();
-        for (Resource r : resources) {
-            String name;
-            try {
-                name = r.toString();
-            } catch (RuntimeException e) {
-                name = r.getClass().getSimpleName() + " (being created by another thread)";
-            }
-            names.add(name);
-        }
-        return names.toString();
-    }
-
-    /** How long {@link #close()} retries while other threads are in calls that use the resource. */
-    private static final long CLOSE_RETRY_NANOS = 2_000_000_000L;
-
-    private void closeArena() {
-        long deadline = System.nanoTime() + CLOSE_RETRY_NANOS;
-        for (int attempt = 0; ; attempt++) {
-            try {
-                arena.close();
-                return;
-            } catch (IllegalStateException e) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw new IllegalStateException("cannot close " + this + ": another thread has been in calls "
-                            + "that use it for " + CLOSE_RETRY_NANOS / 1_000_000_000 + " s (a blocked post or poll?); "
-                            + "stop that thread first", e);
-                }
-                if (attempt < 100) {
-                    Thread.onSpinWait();
-                } else {
-                    Thread.yield();
-                }
-            }
-        }
+        life.close();
     }
 
     /** Calls the C destroy verb on the object at {@code address}; throws {@link VerbsException}. */

@@ -8,6 +8,7 @@ import io.github.panamaverbs.bindings.ibv_data_buf;
 import io.github.panamaverbs.bindings.ibv_mw_bind_info;
 import io.github.panamaverbs.bindings.ibv_qp_ex;
 import io.github.panamaverbs.bindings.ibv_sge;
+import io.github.panamaverbs.internal.DataPath;
 import io.github.panamaverbs.internal.Errno;
 import io.github.panamaverbs.internal.Native;
 import io.github.panamaverbs.internal.Quirks;

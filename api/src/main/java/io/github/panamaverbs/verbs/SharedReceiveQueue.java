@@ -4,6 +4,7 @@ import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.bindings.ibv_srq;
 import io.github.panamaverbs.bindings.ibv_srq_attr;
 import io.github.panamaverbs.bindings.ibv_srq_init_attr;
+import io.github.panamaverbs.internal.DataPath;
 import io.github.panamaverbs.internal.Native;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
@@ -34,7 +35,7 @@ public final class SharedReceiveQueue extends Resource {
         this.pd = pd;
         this.context = pd.context();
         try {
-            this.postFn = DataPath.op(context, DataPath.POST_SRQ_RECV);
+            this.postFn = context.op(DataPath.POST_SRQ_RECV);
             context.register(this, ptr().address());
             afterCreate();
         } catch (RuntimeException | Error e) {

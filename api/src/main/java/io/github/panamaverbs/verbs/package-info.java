@@ -79,7 +79,7 @@
  * (a range outside its memory region), {@link java.lang.NullPointerException} (a null argument where
  * none is allowed). A work request that fails on the device is not an exception: its completion
  * carries a {@link io.github.panamaverbs.verbs.WcStatus} other than {@code SUCCESS}.
- * {@link io.github.panamaverbs.verbs.Doctor#check()} says what a host lacks for RDMA.
+ * {@link io.github.panamaverbs.diagnostics.Doctor#check()} says what a host lacks for RDMA.
  *
  * <h2 id="closing">Closing</h2>
  *

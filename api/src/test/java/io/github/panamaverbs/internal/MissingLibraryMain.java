@@ -9,7 +9,7 @@ import io.github.panamaverbs.verbs.AccessFlag;
 import io.github.panamaverbs.verbs.AddressVector;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Device;
-import io.github.panamaverbs.verbs.Doctor;
+import io.github.panamaverbs.diagnostics.Doctor;
 import io.github.panamaverbs.verbs.Gid;
 import io.github.panamaverbs.verbs.Mtu;
 import io.github.panamaverbs.verbs.QpAttributes;

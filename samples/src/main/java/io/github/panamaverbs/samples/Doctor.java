@@ -3,7 +3,7 @@ package io.github.panamaverbs.samples;
 import java.io.PrintStream;
 
 /**
- * {@code doctor}: why RDMA does or does not work on this host ({@link io.github.panamaverbs.verbs.Doctor}):
+ * {@code doctor}: why RDMA does or does not work on this host ({@link io.github.panamaverbs.diagnostics.Doctor}):
  * rdma-core libraries, kernel modules, /dev/infiniband, devices, ports, RoCE v2 GIDs, memlock and
  * native access, each problem with the command that fixes it. Exit status 0 when nothing is a
  * problem, 1 otherwise.
@@ -22,7 +22,7 @@ final class Doctor {
             }
             throw new Options.UsageException("unexpected argument " + a);
         }
-        io.github.panamaverbs.verbs.Doctor.Report report = io.github.panamaverbs.verbs.Doctor.check();
+        io.github.panamaverbs.diagnostics.Doctor.Report report = io.github.panamaverbs.diagnostics.Doctor.check();
         out.print(report);
         return report.healthy() ? 0 : 1;
     }

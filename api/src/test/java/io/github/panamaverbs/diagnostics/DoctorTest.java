@@ -1,4 +1,4 @@
-package io.github.panamaverbs.verbs;
+package io.github.panamaverbs.diagnostics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.panamaverbs.verbs.Device;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -1,8 +1,12 @@
-package io.github.panamaverbs.verbs;
+package io.github.panamaverbs.diagnostics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.Device;
+import io.github.panamaverbs.verbs.LinkLayer;
+import io.github.panamaverbs.verbs.TransportType;
 import io.github.panamaverbs.verbs.testing.RequiresRdma;
 import io.github.panamaverbs.verbs.testing.TestDevice;
 import org.junit.jupiter.api.Test;

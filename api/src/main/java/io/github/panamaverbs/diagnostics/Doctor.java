@@ -1,12 +1,22 @@
-package io.github.panamaverbs.verbs;
+package io.github.panamaverbs.diagnostics;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.github.panamaverbs.access.VerbsAccess;
 import io.github.panamaverbs.bindings.Verbs;
 import io.github.panamaverbs.internal.NativeLibraries;
 import io.github.panamaverbs.internal.Quirks;
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.Device;
+import io.github.panamaverbs.verbs.GidEntry;
+import io.github.panamaverbs.verbs.GidType;
+import io.github.panamaverbs.verbs.LinkLayer;
+import io.github.panamaverbs.verbs.PortAttributes;
+import io.github.panamaverbs.verbs.PortState;
+import io.github.panamaverbs.verbs.TransportType;
+import io.github.panamaverbs.verbs.VerbsException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -312,7 +322,7 @@ public final class Doctor {
                 int ports = ctx.queryDevice().physPortCnt();
                 out.add(new Finding("devices", Status.OK, device.name() + ": " + device.transport() + ", "
                         + ports + " port(s), node GUID " + device.guidString(), null));
-                quirks(out, device, DataPath.op(ctx, DataPath.POST_SEND));
+                quirks(out, device, VerbsAccess.get().quirks(ctx));
                 List<GidEntry> gids;
                 try {
                     gids = ctx.gidTable();
@@ -331,13 +341,13 @@ public final class Doctor {
     }
 
     /**
-     * The provider bugs of the API's table ({@link Quirks}) that affect {@code device} (whose provider
-     * function is {@code fn}), as information: the API works around each (a type 2 window allocated on
+     * The provider bugs of the API's table ({@link Quirks}) that affect {@code device} ({@code quirks}),
+     * as information: the API works around each (a type 2 window allocated on
      * Soft-RoCE with the opt-in logs a warning itself).
      */
-    private static void quirks(List<Finding> out, Device device, MemorySegment fn) {
+    private static void quirks(List<Finding> out, Device device, Set<Quirks> quirks) {
         for (Quirks q : Quirks.values()) {
-            if (q.affects(fn)) {
+            if (quirks.contains(q)) {
                 boolean panic = q == Quirks.RXE_TYPE2_WINDOW_INVALIDATE_PANIC;
                 out.add(new Finding("provider quirks", Status.INFO, device.name() + ": " + q.summary(),
                         panic ? "use type 1 windows or memory regions on Soft-RoCE; never give a type 2 window's rkey "

@@ -1,7 +1,5 @@
-package io.github.panamaverbs.verbs;
+package io.github.panamaverbs.internal;
 
-import io.github.panamaverbs.internal.Errno;
-import io.github.panamaverbs.internal.Native;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
@@ -19,7 +17,7 @@ import java.lang.invoke.MethodHandle;
  * and {@code ibv_req_notify_cq} are {@code static inline} in verbs.h: each calls a function pointer
  * of the provider found in {@code context->ops}. These handles take that pointer as their first
  * argument; each queue pair and completion queue resolves its pointers once, when it is created
- * ({@link #op(Context, long)}), never per call.
+ * ({@link #op(MemorySegment, long)}), never per call.
  *
  * <p>A classic completion queue's {@code poll_cq}, and an extended queue's {@code next_poll},
  * {@code end_poll} and read accessors, are {@link Linker.Option#critical(boolean) critical}
@@ -34,18 +32,18 @@ import java.lang.invoke.MethodHandle;
  * makes every call plain, {@code all} (or {@code true}) every one critical; {@code poll} is the
  * default; {@code all} is for measuring only, as it makes {@code ibv_start_poll} critical too.
  */
-final class DataPath {
+public final class DataPath {
     /** -Dpanamaverbs.critical: {@code poll} (the default), {@code all} (or {@code true}), {@code none} (or {@code false}). */
     private static final String MODE = mode(System.getProperty("panamaverbs.critical", "poll"));
     /** Whether the posts and req_notify_cq are critical downcalls. */
-    static final boolean CRITICAL = MODE.equals("all");
+    public static final boolean CRITICAL = MODE.equals("all");
     /** Whether the completion queue's polls and reads are critical downcalls. */
-    static final boolean CRITICAL_POLL = !MODE.equals("none");
+    public static final boolean CRITICAL_POLL = !MODE.equals("none");
 
     /** int (*post_send / post_recv / post_srq_recv)(qp_or_srq, wr, bad_wr) */
-    static final MethodHandle POST = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle POST = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
     /** int (*poll_cq)(struct ibv_cq *, int num_entries, struct ibv_wc *) */
-    static final MethodHandle POLL_CQ = pollHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+    public static final MethodHandle POLL_CQ = pollHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
     /**
      * The same for an extended queue: a plain downcall, as its {@code ibv_start_poll}, which returns
      * holding the queue's lock until {@code ibv_end_poll} (rxe, mlx5). A critical call spinning on
@@ -53,15 +51,15 @@ final class DataPath {
      * the two, waits at it: the JVM would hang. A plain call spins as native code, which a safepoint
      * does not wait for.
      */
-    static final MethodHandle POLL_CQ_EX = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+    public static final MethodHandle POLL_CQ_EX = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
     /** int (*req_notify_cq)(struct ibv_cq *, int solicited_only) */
-    static final MethodHandle REQ_NOTIFY_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    public static final MethodHandle REQ_NOTIFY_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
 
-    static final long POST_SEND = ibv_context_ops.post_send$offset();
-    static final long POST_RECV = ibv_context_ops.post_recv$offset();
-    static final long POST_SRQ_RECV = ibv_context_ops.post_srq_recv$offset();
-    static final long POLL = ibv_context_ops.poll_cq$offset();
-    static final long REQ_NOTIFY = ibv_context_ops.req_notify_cq$offset();
+    public static final long POST_SEND = ibv_context_ops.post_send$offset();
+    public static final long POST_RECV = ibv_context_ops.post_recv$offset();
+    public static final long POST_SRQ_RECV = ibv_context_ops.post_srq_recv$offset();
+    public static final long POLL = ibv_context_ops.poll_cq$offset();
+    public static final long REQ_NOTIFY = ibv_context_ops.req_notify_cq$offset();
 
     private DataPath() {
     }
@@ -77,12 +75,12 @@ final class DataPath {
     }
 
     /** A downcall of a post (or another call that may enter the kernel): critical only with {@code all}. */
-    static MethodHandle handle(FunctionDescriptor descriptor) {
+    public static MethodHandle handle(FunctionDescriptor descriptor) {
         return make(descriptor, CRITICAL);
     }
 
     /** A downcall of the completion queue's polls and reads: critical unless {@code none}. */
-    static MethodHandle pollHandle(FunctionDescriptor descriptor) {
+    public static MethodHandle pollHandle(FunctionDescriptor descriptor) {
         return make(descriptor, CRITICAL_POLL);
     }
 
@@ -92,14 +90,11 @@ final class DataPath {
                 : Native.LINKER.downcallHandle(descriptor);
     }
 
-    /** The provider's function at {@code offset} in {@code context->ops}; throws if it has none. */
-    static MemorySegment op(Context context, long offset) {
-        MemorySegment ctx = context.handle();
-        MemorySegment fn = ctx.get(ADDRESS, ibv_context.ops$offset() + offset);
-        if (fn.address() == 0) {
-            throw new VerbsException("ibv_context_ops", Errno.EOPNOTSUPP,
-                    context.device().name() + " does not implement this operation");
-        }
-        return fn;
+    /**
+     * The provider's function at {@code offset} in {@code context->ops} of the {@code ibv_context}
+     * {@code context}, or {@link MemorySegment#NULL} if it has none.
+     */
+    public static MemorySegment op(MemorySegment context, long offset) {
+        return context.get(ADDRESS, ibv_context.ops$offset() + offset);
     }
 }

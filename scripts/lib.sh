@@ -6,7 +6,7 @@
 PANAMA_VERBS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # The packages the build and the tests need on a Debian 12 host (scripts/with-rdma installs
-# what the VM itself needs).
+# what the VM itself needs: scripts/rdma/host-packages.sh).
 HOST_PACKAGES=(gcc libibverbs-dev librdmacm-dev ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest
                ca-certificates curl unzip)
 

@@ -3,7 +3,8 @@
 #
 # The root filesystem is the host's / (9p, read-only) under a tmpfs overlay;
 # /.pv is the host's per-run exchange directory (9p, read-write). It holds
-#   vm-<VM>.conf     settings for this VM (written by scripts/with-rdma)
+#   vm-<VM>.conf     settings for this VM (written by scripts/with-rdma, in
+#                    scripts/rdma/vm-runs.sh, as is role-<ROLE>.sh)
 #   role-<ROLE>.sh   environment, working directory and command of each role
 # and receives
 #   rc-<ROLE>        the exit status of each role's command

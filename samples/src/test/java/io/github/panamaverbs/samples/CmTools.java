@@ -3,6 +3,7 @@ package io.github.panamaverbs.samples;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.DeviceDetection;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -28,13 +29,15 @@ public final class CmTools {
 
     /**
      * {@code RDMA_<PROVIDER>_<what>} as {@code scripts/with-rdma --provider both} sets it (DEVICE, IP,
-     * ...); without it the test is aborted, or fails with -Drdma.required=true (CI).
+     * ...): these tests need the device of one provider, which only with-rdma knows. Without it the
+     * test is aborted, or fails where the api's rule requires a device ({@link DeviceDetection#required()}:
+     * CI=true or -Drdma.required=true).
      */
     public static String env(String provider, String what) {
         String name = "RDMA_" + provider.toUpperCase(java.util.Locale.ROOT) + "_" + what;
         String value = System.getenv(name);
         if (value == null || value.isBlank()) {
-            if (Boolean.getBoolean("rdma.required")) {
+            if (DeviceDetection.required()) {
                 fail(name + " is not set (CI=true: a missing device is a failure); run through scripts/with-rdma --provider both");
             }
             Assumptions.abort(name + " is not set; run through scripts/with-rdma --provider both");

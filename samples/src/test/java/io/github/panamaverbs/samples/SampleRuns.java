@@ -2,7 +2,6 @@ package io.github.panamaverbs.samples;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.github.panamaverbs.verbs.Device;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -13,38 +12,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 
 /**
  * What the samples' integration tests share, whichever package they test: a tool run in this JVM
  * through the launcher ({@link #java}), a C tool run as a process ({@link #c}), a JVM of its own
- * ({@link Child#java}), waiting for a TCP listener, and the second CPU.
+ * ({@link Child#java}), waiting for a TCP listener, and the second CPU. The device they run on is
+ * the api's rule's ({@code @RequiresRdma} and a {@code TestDevice} parameter, from the api's test jar).
  */
 public final class SampleRuns {
     private SampleRuns() {
-    }
-
-    /**
-     * The device to test: RDMA_DEVICE, or the first one; with none, the calling class's tests are
-     * aborted, or fail with -Drdma.required=true (CI=true).
-     */
-    public static String requireDevice() {
-        String name = System.getenv("RDMA_DEVICE");
-        if (name == null && !Device.list().isEmpty()) {
-            name = Device.list().getFirst().name();
-        }
-        if (name == null) {
-            if (Boolean.getBoolean("rdma.required")) {
-                fail("no RDMA device (CI=true: a missing device is a failure)");
-            }
-            Assumptions.abort("no RDMA device; run through scripts/with-rdma");
-        }
-        return name;
-    }
-
-    /** The GID index (needed on RoCE): RDMA_GID_INDEX, default 1. */
-    public static String gidIndex() {
-        return System.getenv().getOrDefault("RDMA_GID_INDEX", "1");
     }
 
     /** A finished run: its exit status and what it printed. */

@@ -6,8 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
+import io.github.panamaverbs.verbs.testing.TestDevice;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -15,14 +16,18 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** {@code asyncwatch} (rdma-core's ibv_asyncwatch) on a real device: its timeout, and a port event. */
+@RequiresRdma
 class AsyncWatchIT {
     private static String device;
+    private static String ibPort;
     private static String gid;
 
+    /** The device, port and GID index by the api's rule (RDMA_DEVICE or the first ACTIVE port; see DeviceDetection). */
     @BeforeAll
-    static void device() {
-        device = SampleRuns.requireDevice();
-        gid = SampleRuns.gidIndex();
+    static void device(TestDevice d) {
+        device = d.name();
+        ibPort = Integer.toString(d.port());
+        gid = Integer.toString(d.gidIndex());
     }
 
     @Test
@@ -54,7 +59,7 @@ class AsyncWatchIT {
         }
         Run r = watch.get(120, TimeUnit.SECONDS);
         assertEquals(0, r.status(), r.out() + r.err());
-        assertTrue(r.out().lines().anyMatch(l -> l.matches("  event_type IBV_EVENT_PORT_ERR \\(\\d+\\), port 1")), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.matches("  event_type IBV_EVENT_PORT_ERR \\(\\d+\\), port " + ibPort)), r.out());
     }
 
     /** After the netdev comes back: the port active and the GID at the index the other tests use back in the table. */

@@ -5,8 +5,9 @@ import static io.github.panamaverbs.samples.SampleRuns.java;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
+import io.github.panamaverbs.verbs.testing.TestDevice;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -16,14 +17,14 @@ import org.junit.jupiter.api.Test;
  * {@code devinfo} and {@code devices} on a real device (scripts/with-rdma -- scripts/run-it,
  * IT_MODULES=samples): devinfo line for line against rdma-core's ibv_devinfo, with and without -v.
  */
+@RequiresRdma
 class DevInfoIT {
     private static String device;
-    private static String gid;
 
+    /** The device by the api's rule (RDMA_DEVICE or the first with an ACTIVE port; see DeviceDetection). */
     @BeforeAll
-    static void device() {
-        device = SampleRuns.requireDevice();
-        gid = SampleRuns.gidIndex();
+    static void device(TestDevice d) {
+        device = d.name();
     }
 
     @Test

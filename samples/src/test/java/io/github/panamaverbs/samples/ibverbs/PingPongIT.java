@@ -8,8 +8,9 @@ import static io.github.panamaverbs.samples.SampleRuns.slurp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
+import io.github.panamaverbs.verbs.testing.TestDevice;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -25,15 +26,19 @@ import org.junit.jupiter.params.provider.ValueSource;
  * process, the Java side runs in this JVM), Java to Java, and their error messages. Every
  * transfer with -c.
  */
+@RequiresRdma
 class PingPongIT {
     private static String device;
+    private static String ibPort;
     private static String gid;
     private static int nextPort = 18600;
 
+    /** The device, port and GID index by the api's rule (RDMA_DEVICE or the first ACTIVE port; see DeviceDetection). */
     @BeforeAll
-    static void device() {
-        device = SampleRuns.requireDevice();
-        gid = SampleRuns.gidIndex();
+    static void device(TestDevice d) {
+        device = d.name();
+        ibPort = Integer.toString(d.port());
+        gid = Integer.toString(d.gidIndex());
     }
 
     @ParameterizedTest
@@ -76,7 +81,7 @@ class PingPongIT {
 
     /** The flags both sides use: -c, events (one vCPU in the VM), and for UD a size within the port MTU. */
     private static List<String> pingPongFlags(String kind, int port) {
-        List<String> f = new ArrayList<>(List.of("-d", device, "-g", gid, "-p", "" + port, "-c", "-e", "-n", "100"));
+        List<String> f = new ArrayList<>(List.of("-d", device, "-i", ibPort, "-g", gid, "-p", "" + port, "-c", "-e", "-n", "100"));
         if (kind.equals("ud")) {
             f.addAll(List.of("-s", "1024"));
         }
@@ -95,10 +100,10 @@ class PingPongIT {
     void javaPingPongJava() throws Exception {
         int port = nextPort++;
         // the server's loop in a virtual thread (its event waits park it), the client's in the main thread
-        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java("rc-pingpong", "-d", device, "-g", gid,
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java("rc-pingpong", "-d", device, "-i", ibPort, "-g", gid,
                 "-p", "" + port, "-c", "-e", "--virtual", "-n", "50", "--timeout", "120"));
         awaitListening(port);
-        Run client = java("rc-pingpong", "-d", device, "-g", gid, "-p", "" + port, "-c", "-e", "-n", "50", "127.0.0.1");
+        Run client = java("rc-pingpong", "-d", device, "-i", ibPort, "-g", gid, "-p", "" + port, "-c", "-e", "-n", "50", "127.0.0.1");
         Run s = server.get(300, TimeUnit.SECONDS);
         assertEquals(0, client.status(), client.out() + client.err());
         assertEquals(0, s.status(), s.out() + s.err());
@@ -106,7 +111,7 @@ class PingPongIT {
 
     @Test
     void clearErrors() {
-        Run refused = java("rc-pingpong", "-d", device, "-g", gid, "-p", "1", "127.0.0.1");
+        Run refused = java("rc-pingpong", "-d", device, "-i", ibPort, "-g", gid, "-p", "1", "127.0.0.1");
         assertEquals(1, refused.status());
         assertTrue(refused.err().contains("Couldn't connect to 127.0.0.1:1"), refused.err());
         Run missing = java("rc-pingpong", "-d", "nosuchdev0");

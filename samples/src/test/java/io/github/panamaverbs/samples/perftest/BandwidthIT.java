@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Child;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
+import io.github.panamaverbs.verbs.testing.TestDevice;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.util.ArrayList;
@@ -25,16 +27,20 @@ import org.junit.jupiter.params.provider.CsvSource;
  * and holds perftest's arithmetic (MsgRate = BW average / size; peak at least the average on the
  * client, 0 on the send-bw server); the server's data check passes.
  */
+@RequiresRdma
 class BandwidthIT {
     private static final Pattern ROW = Pattern.compile("^ (\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d{6})$");
     private static String device;
+    private static String ibPort;
     private static String gid;
     private static int nextPort = 18700;
 
+    /** The device, port and GID index by the api's rule (RDMA_DEVICE or the first ACTIVE port; see DeviceDetection). */
     @BeforeAll
-    static void device() {
-        device = SampleRuns.requireDevice();
-        gid = SampleRuns.gidIndex();
+    static void device(TestDevice d) {
+        device = d.name();
+        ibPort = Integer.toString(d.port());
+        gid = Integer.toString(d.gidIndex());
     }
 
     /** One result row: #bytes, #iterations, BW peak, BW average, MsgRate. */
@@ -44,7 +50,7 @@ class BandwidthIT {
     /** Runs a server and a client with the same flags; returns {server, client}, both exited 0. */
     private static Run[] pair(String tool, String... flags) throws Exception {
         int port = nextPort++;
-        List<String> args = new ArrayList<>(List.of(tool, "-d", device, "-x", gid, "-p", "" + port, "--timeout", "60"));
+        List<String> args = new ArrayList<>(List.of(tool, "-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "--timeout", "60"));
         args.addAll(List.of(flags));
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> SampleRuns.java(args.toArray(String[]::new)));
         SampleRuns.awaitListening(port);
@@ -136,7 +142,7 @@ class BandwidthIT {
         int port = nextPort++;
         int size = type.equals("UD") ? 1024 : 4096;
         int iters = 500;
-        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-c", type, "-s", "" + size, "-n", "" + iters);
+        List<String> flags = List.of("-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-c", type, "-s", "" + size, "-n", "" + iters);
         Run server;
         Run client;
         if (perftestServer) {
@@ -175,7 +181,7 @@ class BandwidthIT {
 
     @Test
     void refusedAndSilentPeers() throws Exception {
-        Run refused = SampleRuns.java("send-bw", "-d", device, "-x", gid, "-p", "1", "127.0.0.1");
+        Run refused = SampleRuns.java("send-bw", "-d", device, "-i", ibPort, "-x", gid, "-p", "1", "127.0.0.1");
         assertEquals(1, refused.status());
         assertTrue(refused.err().contains("Couldn't connect to 127.0.0.1:1"), refused.err());
 

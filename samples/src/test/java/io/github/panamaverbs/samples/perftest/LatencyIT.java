@@ -9,9 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Child;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
+import io.github.panamaverbs.verbs.testing.TestDevice;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -27,25 +28,29 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The latency tools on a real device (scripts/with-rdma -- scripts/run-it, IT_MODULES=samples):
  * Java to Java, against perftest's own binaries (ib_*_lat) both ways, and a peer that dies mid-run.
  */
+@RequiresRdma
 class LatencyIT {
     private static String device;
+    private static String ibPort;
     private static String gid;
     private static int nextPort = 18640;
 
+    /** The device, port and GID index by the api's rule (RDMA_DEVICE or the first ACTIVE port; see DeviceDetection). */
     @BeforeAll
-    static void device() {
-        device = SampleRuns.requireDevice();
-        gid = SampleRuns.gidIndex();
+    static void device(TestDevice d) {
+        device = d.name();
+        ibPort = Integer.toString(d.port());
+        gid = Integer.toString(d.gidIndex());
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"write-lat", "read-lat", "atomic-lat", "send-lat"})
     void latencyTableParsesAndIsOrdered(String tool) throws Exception {
         int port = nextPort++;
-        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(tool, "-d", device, "-x", gid,
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(tool, "-d", device, "-i", ibPort, "-x", gid,
                 "-p", "" + port, "-n", "200", "--timeout", "120"));
         awaitListening(port);
-        Run client = java(tool, "-d", device, "-x", gid, "-p", "" + port, "-n", "200", "--timeout", "120", "127.0.0.1");
+        Run client = java(tool, "-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "200", "--timeout", "120", "127.0.0.1");
         Run s = server.get(300, TimeUnit.SECONDS);
         assertEquals(0, client.status(), client.out() + client.err());
         assertEquals(0, s.status(), s.out() + s.err());
@@ -67,10 +72,10 @@ class LatencyIT {
     @Test
     void sendLatOverUc() throws Exception {
         int port = nextPort++;
-        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java("send-lat", "-d", device, "-x", gid,
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java("send-lat", "-d", device, "-i", ibPort, "-x", gid,
                 "-p", "" + port, "-n", "100", "-c", "UC", "-s", "64", "--timeout", "120"));
         awaitListening(port);
-        Run client = java("send-lat", "-d", device, "-x", gid, "-p", "" + port, "-n", "100", "-c", "UC", "-s", "64",
+        Run client = java("send-lat", "-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "100", "-c", "UC", "-s", "64",
                 "--timeout", "120", "127.0.0.1");
         Run s = server.get(300, TimeUnit.SECONDS);
         assertEquals(0, client.status(), client.out() + client.err());
@@ -91,7 +96,7 @@ class LatencyIT {
     }
 
     private static List<String> latencyFlags(int port, String extra) {
-        List<String> f = new ArrayList<>(List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "200"));
+        List<String> f = new ArrayList<>(List.of("-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "200"));
         if (!extra.isBlank()) {
             f.addAll(List.of(extra.trim().split("\\s+")));
         }
@@ -176,7 +181,7 @@ class LatencyIT {
     @Test
     void sendLatOverUdAllSizes() throws Exception {
         int port = nextPort++;
-        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "20", "-c", "UD", "-a", "--timeout", "120");
+        List<String> flags = List.of("-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "20", "-c", "UD", "-a", "--timeout", "120");
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("send-lat", flags)));
         awaitListening(port);
         Run client = java(cmd("send-lat", flags, "127.0.0.1"));
@@ -197,7 +202,7 @@ class LatencyIT {
     @Test
     void sendLatOverUdRefusesSizeAboveMtu() throws Exception {
         int port = nextPort++;
-        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "20", "-c", "UD", "-s", "8192",
+        List<String> flags = List.of("-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "20", "-c", "UD", "-s", "8192",
                 "--timeout", "60");
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("send-lat", flags)));
         awaitListening(port);
@@ -228,7 +233,7 @@ class LatencyIT {
     @ValueSource(strings = {"write-lat", "send-lat"})
     void serverVanishesMidRun(String tool) throws Exception {
         int port = nextPort++;
-        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "1000000", "--timeout", "" + VANISH_TIMEOUT);
+        List<String> flags = List.of("-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "1000000", "--timeout", "" + VANISH_TIMEOUT);
         try (Child server = Child.java(cmd(tool, flags))) {
             awaitListening(port);
             CompletableFuture<Run> client = CompletableFuture.supplyAsync(() -> java(cmd(tool, flags, "127.0.0.1")));
@@ -240,7 +245,7 @@ class LatencyIT {
     @Test
     void clientVanishesMidRun() throws Exception {
         int port = nextPort++;
-        List<String> flags = List.of("-d", device, "-x", gid, "-p", "" + port, "-n", "1000000", "--timeout", "" + VANISH_TIMEOUT);
+        List<String> flags = List.of("-d", device, "-i", ibPort, "-x", gid, "-p", "" + port, "-n", "1000000", "--timeout", "" + VANISH_TIMEOUT);
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> java(cmd("write-lat", flags)));
         awaitListening(port);
         try (Child client = Child.java(cmd("write-lat", flags, "127.0.0.1"))) {
@@ -281,7 +286,7 @@ class LatencyIT {
     void latencyRefusedConnection() {
         for (String tool : List.of("write-lat", "send-lat")) {
             long start = System.nanoTime();
-            Run r = java(tool, "-d", device, "-x", gid, "-p", "1", "--timeout", "30", "127.0.0.1");
+            Run r = java(tool, "-d", device, "-i", ibPort, "-x", gid, "-p", "1", "--timeout", "30", "127.0.0.1");
             assertEquals(1, r.status(), r.out() + r.err());
             assertTrue(r.err().contains("Couldn't connect to 127.0.0.1:1"), r.err());
             assertTrue((System.nanoTime() - start) / 1e9 < 20, "a refused connection took more than 20 s");

@@ -8,6 +8,7 @@ import io.github.panamaverbs.samples.CmTools;
 import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Child;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,6 +24,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * Every side is a process of its own, started with a time limit; the client starts once the
  * server's rdma_cm ID listens (perftest's client does not retry a refused control connection).
  */
+@RequiresRdma
 class PerftestCmIT {
     /** Seconds a process may run (a JVM starts slowly under the VM's emulated CPU). */
     private static final int LIMIT = 240;

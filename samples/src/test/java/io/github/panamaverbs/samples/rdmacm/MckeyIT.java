@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.panamaverbs.samples.CmTools;
 import io.github.panamaverbs.samples.SampleRuns;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
  * both ways and Java with Java: the receiver joins first, the sender joins, waits 3 s as the C tool
  * does and sends; the receiver must get every datagram. iWARP has no multicast, so rxe only.
  */
+@RequiresRdma
 class MckeyIT {
     private static final int COUNT = 10;
 

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.panamaverbs.samples.CmTools.Proc;
 import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -24,6 +25,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * to the device's own IPv4 address (RDMA_RXE_IP, RDMA_SIW_IP). Every side is a process of its own,
  * started with a time limit and killed in the end.
  */
+@RequiresRdma
 class RdmaExamplesIT {
     /** Seconds a process may run (a JVM starts slowly under the VM's emulated CPU). */
     private static final int LIMIT = 240;

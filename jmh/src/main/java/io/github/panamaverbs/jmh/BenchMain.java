@@ -140,7 +140,7 @@ public final class BenchMain {
         String table = table() + hostCalls();
         String when = ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z"));
         String header = "panama-verbs benchmarks, " + when + (quick ? " (quick mode: figures are rough)" : "")
-                + "\nMachine: " + machine + "; device " + System.getenv().getOrDefault("RDMA_DEVICE", "?")
+                + "\nMachine: " + machine + "; device " + Rdma.DEVICE
                 + "; " + System.getProperty("java.vm.name") + " " + System.getProperty("java.version")
                 + String.format(Locale.ROOT, "; run took %.1f min", (System.nanoTime() - t0) / 60e9) + "\n\n";
         System.out.println();
@@ -176,9 +176,10 @@ public final class BenchMain {
     // ---------------------------------------------------------------- perftest
 
     private void runPerftest() throws IOException, InterruptedException {
-        String dev = System.getenv().getOrDefault("RDMA_DEVICE", "rxe0");
-        String gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "0");
-        String port = System.getenv().getOrDefault("RDMA_PORT", "1");
+        // the benchmarks' device (Rdma: the integration tests' rule), for perftest's flags too
+        String dev = Rdma.DEVICE.name();
+        int gid = Rdma.DEVICE.gidIndex();
+        int port = Rdma.DEVICE.port();
         String common = "-d " + dev + " -i " + port + " -x " + gid + " -F";
         StringBuilder log = new StringBuilder();
         for (String tool : new String[] {"ib_write_lat", "ib_send_lat"}) {
@@ -213,9 +214,10 @@ public final class BenchMain {
      * {@link #toolRounds}, and the tools' output in tools.txt.
      */
     private void runTools() throws IOException, InterruptedException {
-        String dev = System.getenv().getOrDefault("RDMA_DEVICE", "rxe0");
-        String gid = System.getenv().getOrDefault("RDMA_GID_INDEX", "0");
-        String port = System.getenv().getOrDefault("RDMA_PORT", "1");
+        // the benchmarks' device (Rdma: the integration tests' rule), for perftest's flags too
+        String dev = Rdma.DEVICE.name();
+        int gid = Rdma.DEVICE.gidIndex();
+        int port = Rdma.DEVICE.port();
         String common = "-d " + dev + " -i " + port + " -x " + gid;
         StringBuilder log = new StringBuilder();
         String[][] pairs = quick ? new String[][] {{"write-lat", "ib_write_lat"}}

@@ -145,8 +145,8 @@ public final class C {
 
         private Pair(Rdma device, long size, int maxInline, MethodHandle open) {
             try (Arena a = Arena.ofConfined()) {
-                MemorySegment name = a.allocateFrom(device.name == null ? "" : device.name);
-                pair = (MemorySegment) open.invokeExact(name, device.port, device.gidIndex, size, maxInline);
+                MemorySegment name = a.allocateFrom(device.name());
+                pair = (MemorySegment) open.invokeExact(name, device.port(), device.gidIndex(), size, maxInline);
                 if (pair.address() == 0) {
                     MemorySegment msg = (MemorySegment) LAST_ERROR.invokeExact();
                     throw new IllegalStateException("pvb_pair_open: " + msg.reinterpret(256).getString(0));

@@ -3,35 +3,57 @@ package io.github.panamaverbs.jmh;
 import io.github.panamaverbs.verbs.ConnectOptions;
 import io.github.panamaverbs.verbs.Context;
 import io.github.panamaverbs.verbs.Device;
+import io.github.panamaverbs.verbs.testing.DeviceDetection;
+import io.github.panamaverbs.verbs.testing.TestDevice;
 
 /**
- * The device to benchmark on: {@code RDMA_DEVICE} (else the first device), port {@code RDMA_PORT}
- * (1) and GID index {@code RDMA_GID_INDEX} (0), as scripts/with-rdma sets them.
+ * The device to benchmark on, by the rule every module's integration tests use
+ * ({@link DeviceDetection}, from the api's test jar): {@code RDMA_DEVICE}, else the first device with
+ * an ACTIVE port; port {@code RDMA_PORT} (1); GID index {@code RDMA_GID_INDEX}, else the port's RoCE
+ * v2 IPv4 GID, else 0. scripts/with-rdma sets the three variables. Looked for once, when a benchmark
+ * first needs it; with none, that benchmark fails saying why.
  */
 final class Rdma {
-    static final Rdma DEVICE = new Rdma();
+    static final Rdma DEVICE = new Rdma(DeviceDetection.detect());
 
-    final String name = System.getenv("RDMA_DEVICE");
-    final int port = intEnv("RDMA_PORT", 1);
-    final int gidIndex = intEnv("RDMA_GID_INDEX", 0);
+    private final DeviceDetection detection;
 
-    private static int intEnv(String name, int fallback) {
-        String v = System.getenv(name);
-        return v == null || v.isBlank() ? fallback : Integer.parseInt(v.trim());
+    private Rdma(DeviceDetection detection) {
+        this.detection = detection;
+    }
+
+    /** The device found; without one, an IllegalStateException with the reason. */
+    TestDevice device() {
+        try {
+            return detection.orElseThrow();
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException(e.getMessage() + " (run through scripts/with-rdma)", e);
+        }
+    }
+
+    String name() {
+        return device().name();
+    }
+
+    int port() {
+        return device().port();
+    }
+
+    int gidIndex() {
+        return device().gidIndex();
     }
 
     Context open() {
-        if (name != null && !name.isBlank()) {
-            return Device.open(name);
-        }
-        var devices = Device.list();
-        if (devices.isEmpty()) {
-            throw new IllegalStateException("no RDMA device (run through scripts/with-rdma)");
-        }
-        return devices.getFirst().open();
+        return Device.open(name());
     }
 
     ConnectOptions options() {
-        return ConnectOptions.port(port).gidIndex(gidIndex);
+        return ConnectOptions.port(port()).gidIndex(gidIndex());
+    }
+
+    /** The device for a report's header: its name, port and GID index, or why there is none. */
+    @Override
+    public String toString() {
+        return detection.device() != null ? detection.device().toString() : "none (" + detection.reason() + ")";
     }
 }

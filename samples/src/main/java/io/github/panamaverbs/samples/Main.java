@@ -1,13 +1,30 @@
 package io.github.panamaverbs.samples;
 
+import io.github.panamaverbs.samples.common.Options;
+import io.github.panamaverbs.samples.common.SampleException;
+import io.github.panamaverbs.samples.doctor.Doctor;
+import io.github.panamaverbs.samples.ibverbs.AsyncWatch;
+import io.github.panamaverbs.samples.ibverbs.DevInfo;
+import io.github.panamaverbs.samples.ibverbs.Devices;
+import io.github.panamaverbs.samples.ibverbs.PingPong;
+import io.github.panamaverbs.samples.perftest.Bandwidth;
+import io.github.panamaverbs.samples.perftest.Latency;
+import io.github.panamaverbs.samples.rdmacm.Mckey;
+import io.github.panamaverbs.samples.rdmacm.RdmaExamples;
+import io.github.panamaverbs.samples.rdmacm.Rping;
 import io.github.panamaverbs.verbs.VerbsException;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.function.Function;
 
-/** The launcher behind {@code samples/run TOOL [ARGS]}. */
+/**
+ * The launcher behind {@code samples/run TOOL [ARGS]}: the tool's name to its class. The tools live in
+ * packages named after where their C originals live: {@code ibverbs} (rdma-core's
+ * {@code libibverbs/examples}), {@code rdmacm} ({@code librdmacm/examples}, packaged as rdmacm-utils),
+ * {@code perftest} (linux-rdma's perftest) and {@code doctor} (this project's own); {@code common}
+ * holds what they share.
+ */
 public final class Main {
     /** A tool: runs with its arguments, prints on {@code out}, returns the exit status. */
     interface Tool {
@@ -26,12 +43,12 @@ public final class Main {
         TOOLS.put("uc-pingpong", new Entry(PingPong::uc, "UC send/receive ping-pong (ibv_uc_pingpong)"));
         TOOLS.put("ud-pingpong", new Entry(PingPong::ud, "UD send/receive ping-pong (ibv_ud_pingpong)"));
         TOOLS.put("srq-pingpong", new Entry(PingPong::srq, "RC ping-pong on many QPs with one SRQ (ibv_srq_pingpong)"));
-        TOOLS.put("write-lat", perftest(Latency::new, Latency.Verb.WRITE, "RDMA write latency (perftest's ib_write_lat)"));
-        TOOLS.put("read-lat", perftest(Latency::new, Latency.Verb.READ, "RDMA read latency (perftest's ib_read_lat)"));
-        TOOLS.put("atomic-lat", perftest(Latency::new, Latency.Verb.ATOMIC, "atomic latency (perftest's ib_atomic_lat)"));
-        TOOLS.put("send-lat", perftest(Latency::new, Latency.Verb.SEND, "send latency (perftest's ib_send_lat)"));
-        TOOLS.put("write-bw", perftest(Bandwidth::new, Bandwidth.Verb.WRITE, "RDMA write bandwidth (perftest's ib_write_bw)"));
-        TOOLS.put("send-bw", perftest(Bandwidth::new, Bandwidth.Verb.SEND, "send bandwidth, RC, UC or UD (perftest's ib_send_bw)"));
+        TOOLS.put("write-lat", new Entry(Latency::write, "RDMA write latency (perftest's ib_write_lat)"));
+        TOOLS.put("read-lat", new Entry(Latency::read, "RDMA read latency (perftest's ib_read_lat)"));
+        TOOLS.put("atomic-lat", new Entry(Latency::atomic, "atomic latency (perftest's ib_atomic_lat)"));
+        TOOLS.put("send-lat", new Entry(Latency::send, "send latency (perftest's ib_send_lat)"));
+        TOOLS.put("write-bw", new Entry(Bandwidth::write, "RDMA write bandwidth (perftest's ib_write_bw)"));
+        TOOLS.put("send-bw", new Entry(Bandwidth::send, "send bandwidth, RC, UC or UD (perftest's ib_send_bw)"));
         TOOLS.put("rping", new Entry(Rping::main, "RDMA CM ping: read, write and validate a buffer (rdmacm-utils' rping)"));
         TOOLS.put("rdma-server", new Entry(RdmaExamples::server, "RDMA CM example server: 16 bytes each way (rdmacm-utils' rdma_server)"));
         TOOLS.put("rdma-client", new Entry(RdmaExamples::client, "RDMA CM example client: 16 bytes each way (rdmacm-utils' rdma_client)"));
@@ -41,11 +58,6 @@ public final class Main {
     }
 
     private Main() {
-    }
-
-    /** A perftest tool ({@link Latency}, {@link Bandwidth}): a fresh one for each run, as it keeps its flags. */
-    private static <V extends Enum<V>> Entry perftest(Function<V, PerftestTool<V>> make, V verb, String summary) {
-        return new Entry((args, out) -> make.apply(verb).run(args, out), summary);
     }
 
     /**

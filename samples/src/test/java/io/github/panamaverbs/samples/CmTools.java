@@ -2,6 +2,8 @@ package io.github.panamaverbs.samples;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.DeviceDetection;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -16,24 +18,26 @@ import org.junit.jupiter.api.Assumptions;
  * {@code scripts/with-rdma --provider both}, tool processes with their output collected, and
  * waiting until a server's rdma_cm ID listens.
  */
-final class CmTools {
+public final class CmTools {
     private CmTools() {
     }
 
     /** The device's IPv4 address of {@code provider} (rxe, siw): RDMA_RXE_IP or RDMA_SIW_IP. */
-    static String ip(String provider) {
+    public static String ip(String provider) {
         return env(provider, "IP");
     }
 
     /**
      * {@code RDMA_<PROVIDER>_<what>} as {@code scripts/with-rdma --provider both} sets it (DEVICE, IP,
-     * ...); without it the test is aborted, or fails with -Drdma.required=true (CI).
+     * ...): these tests need the device of one provider, which only with-rdma knows. Without it the
+     * test is aborted, or fails where the api's rule requires a device ({@link DeviceDetection#required()}:
+     * CI=true or -Drdma.required=true).
      */
-    static String env(String provider, String what) {
+    public static String env(String provider, String what) {
         String name = "RDMA_" + provider.toUpperCase(java.util.Locale.ROOT) + "_" + what;
         String value = System.getenv(name);
         if (value == null || value.isBlank()) {
-            if (Boolean.getBoolean("rdma.required")) {
+            if (DeviceDetection.required()) {
                 fail(name + " is not set (CI=true: a missing device is a failure); run through scripts/with-rdma --provider both");
             }
             Assumptions.abort(name + " is not set; run through scripts/with-rdma --provider both");
@@ -42,7 +46,7 @@ final class CmTools {
     }
 
     /** Whether an rdma_cm ID listens on {@code port} ({@code rdma resource show cm_id}); {@code seen[0]} gets the listing. */
-    static boolean cmIdListens(String port, String[] seen) throws Exception {
+    public static boolean cmIdListens(String port, String[] seen) throws Exception {
         Process p = new ProcessBuilder("rdma", "resource", "show", "cm_id").redirectErrorStream(true).start();
         if (!p.waitFor(30, TimeUnit.SECONDS)) {
             p.destroyForcibly();
@@ -53,7 +57,7 @@ final class CmTools {
     }
 
     /** A process whose stdout and stderr are collected apart. */
-    static final class Proc implements AutoCloseable {
+    public static final class Proc implements AutoCloseable {
         final Process process;
         final String name;
         private final CompletableFuture<String> out;
@@ -83,43 +87,43 @@ final class CmTools {
         }
 
         /** A C tool, line-buffered so that what it printed is there even if it is killed. */
-        static Proc c(String tool, String... args) throws IOException {
+        public static Proc c(String tool, String... args) throws IOException {
             List<String> cmd = new ArrayList<>(List.of("stdbuf", "-oL", tool));
             cmd.addAll(List.of(args));
             return new Proc("C " + tool, cmd);
         }
 
         /** The Java tool: samples/run (from the repository's root), on {@code cpu} where the VM has it. */
-        static Proc java(List<String> cpu, String tool, String... args) throws IOException {
+        public static Proc java(List<String> cpu, String tool, String... args) throws IOException {
             List<String> cmd = new ArrayList<>(cpu);
-            cmd.addAll(SamplesIT.javaCommand());
+            cmd.addAll(SampleRuns.javaCommand());
             cmd.add(tool);
             cmd.addAll(List.of(args));
             return new Proc("Java " + tool, cmd);
         }
 
-        boolean ended() {
+        public boolean ended() {
             return !process.isAlive();
         }
 
         /** Waits for the end (at most {@code seconds}, else kills it and fails); then its status and output. */
-        SamplesIT.Run await(int seconds, String context) throws Exception {
+        public Run await(int seconds, String context) throws Exception {
             if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
                 process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
                 fail(name + " did not end within " + seconds + " s:\n" + output() + "\n" + context);
             }
-            return new SamplesIT.Run(process.exitValue(), out.get(10, TimeUnit.SECONDS), err.get(10, TimeUnit.SECONDS));
+            return new Run(process.exitValue(), out.get(10, TimeUnit.SECONDS), err.get(10, TimeUnit.SECONDS));
         }
 
         /** Ends it (a server that would run on) and returns what it printed; its status is the signal's. */
-        SamplesIT.Run kill() throws Exception {
+        public Run kill() throws Exception {
             process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
-            return new SamplesIT.Run(process.isAlive() ? -1 : process.exitValue(), out.get(10, TimeUnit.SECONDS),
+            return new Run(process.isAlive() ? -1 : process.exitValue(), out.get(10, TimeUnit.SECONDS),
                     err.get(10, TimeUnit.SECONDS));
         }
 
         /** What it printed so far, when it has ended (else what is known: nothing). */
-        String output() {
+        public String output() {
             return "[" + name + " stdout]\n" + out.getNow("") + "[" + name + " stderr]\n" + err.getNow("");
         }
 
@@ -138,12 +142,12 @@ final class CmTools {
      * Waits until an rdma_cm ID listens on {@code port} ({@code rdma resource show cm_id}), or the
      * server ended, for at most {@code limitSeconds}.
      */
-    static void awaitListening(String port, Proc server, int limitSeconds) throws Exception {
+    public static void awaitListening(String port, Proc server, int limitSeconds) throws Exception {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(limitSeconds);
         String[] last = {""};
         while (System.nanoTime() - end < 0) {
             if (server.ended()) {
-                SamplesIT.Run r = server.await(10, "");
+                Run r = server.await(10, "");
                 fail(server.name + " ended (status " + r.status() + ") before it listened:\n" + r.out() + r.err());
             }
             if (cmIdListens(port, last)) {
@@ -152,10 +156,5 @@ final class CmTools {
             Thread.sleep(200);
         }
         fail("no rdma_cm ID listens on port " + port + " after " + limitSeconds + " s:\n" + last[0]);
-    }
-
-    /** The JUnit JVM is pinned to CPU 0; a process started with this prefix runs on CPU 1 where there is one. */
-    static List<String> otherCpu() {
-        return SamplesIT.otherCpu();
     }
 }

@@ -7,6 +7,7 @@
  */
 #include <infiniband/verbs.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -595,10 +596,12 @@ long pvb_pingpong_timed(struct pvb_pair *p, int kind, long n, int size, int64_t 
  * ibv_poll_cq and ibv_post_send reach the provider's.
  */
 struct pvb_fake_cq {
+	struct ibv_cq cq; /* what the typed API reads (StandInProvider); the stand-in's own state follows */
 	uint32_t head, tail;
 };
 
 struct pvb_fake_qp {
+	struct ibv_qp qp;
 	uint64_t posted;
 	uint64_t last_id;
 };
@@ -626,6 +629,10 @@ static int pvb_fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct 
 
 typedef int (*pvb_poll_fn)(struct ibv_cq *, int, struct ibv_wc *);
 typedef int (*pvb_post_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+
+long pvb_fake_cq_size(void) { return sizeof(struct pvb_fake_cq); }
+long pvb_fake_qp_size(void) { return sizeof(struct pvb_fake_qp); }
+long pvb_fake_qp_last_id_offset(void) { return offsetof(struct pvb_fake_qp, last_id); }
 
 void *pvb_fake_poll_fn(void) { return (void *) pvb_fake_poll_cq; }
 void *pvb_fake_post_fn(void) { return (void *) pvb_fake_post_send; }

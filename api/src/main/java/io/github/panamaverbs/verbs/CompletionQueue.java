@@ -12,6 +12,7 @@ import java.lang.invoke.MethodHandle;
 import java.lang.ref.Reference;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * A completion queue ({@code struct ibv_cq}): where the device reports finished work requests.
@@ -47,6 +48,8 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
     private boolean destroying;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
+    /** Frees a queue made elsewhere; null for {@code ibv_destroy_cq}. */
+    private final Consumer<MemorySegment> destroyer;
 
     /**
      * SoftiWARP: the queue pairs of this queue's error completions are told
@@ -56,9 +59,18 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
     private final boolean noteErrors;
 
     CompletionQueue(Context context, int entries, CompletionChannel channel, int compVector) {
-        super(create(context, entries, channel, compVector), ibv_cq.sizeof(), context, channel);
+        this(context, create(context, entries, channel, compVector), channel, null);
+    }
+
+    /**
+     * A classic queue over {@code created}, an {@code ibv_cq} made elsewhere; destroyed by
+     * {@code destroyer}, or by {@code ibv_destroy_cq} when it is null.
+     */
+    CompletionQueue(Context context, MemorySegment created, CompletionChannel channel, Consumer<MemorySegment> destroyer) {
+        super(created, ibv_cq.sizeof(), context, channel);
         this.context = context;
         this.channel = channel;
+        this.destroyer = destroyer;
         this.noteErrors = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
         try {
             this.pollFn = context.op(DataPath.POLL);
@@ -79,6 +91,7 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
         super(created, io.github.panamaverbs.bindings.ibv_cq_ex.sizeof(), context, channel);
         this.context = context;
         this.channel = channel;
+        this.destroyer = null;
         this.noteErrors = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
         try {
             this.pollFn = context.op(DataPath.POLL);
@@ -348,8 +361,12 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
             ackEvents(address, n);
         }
         try {
-            Native.check("ibv_destroy_cq", e -> e == Errno.EBUSY ? "a queue pair still reports to it" : null,
-                    c -> (int) DESTROY.invokeExact(c.errno(), address));
+            if (destroyer != null) {
+                destroyer.accept(address);
+            } else {
+                Native.check("ibv_destroy_cq", e -> e == Errno.EBUSY ? "a queue pair still reports to it" : null,
+                        c -> (int) DESTROY.invokeExact(c.errno(), address));
+            }
         } catch (RuntimeException | Error e) {
             synchronized (events) {
                 destroying = false; // it stays open: later events are counted again

@@ -517,8 +517,13 @@ public final class Context extends Resource {
      */
     static Context borrowed(MemorySegment ctx) {
         return BORROWED.compute(ctx.address(), (address, existing) -> existing != null && !existing.isClosed() ? existing
-                : new Context(ctx, Device.describe(ibv_context.device(ctx.reinterpret(ibv_context.sizeof()))
-                        .reinterpret(ibv_device.sizeof())), false));
+                : borrowed(ctx, Device.describe(ibv_context.device(ctx.reinterpret(ibv_context.sizeof()))
+                        .reinterpret(ibv_device.sizeof()))));
+    }
+
+    /** A context over an {@code ibv_context} that something else opened and closes, on {@code device}. */
+    static Context borrowed(MemorySegment ctx, Device device) {
+        return new Context(ctx, device, false);
     }
 
     @Override

@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandle;
 import java.util.EnumSet;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
  * A protection domain ({@code struct ibv_pd}): memory regions, queue pairs, shared receive queues
@@ -26,9 +27,18 @@ public final class ProtectionDomain extends Resource {
 
     private final Context context;
 
+    /** Frees a domain made elsewhere; null for {@code ibv_dealloc_pd}. */
+    private final Consumer<MemorySegment> destroyer;
+
     ProtectionDomain(Context context) {
-        super(allocate(context), ibv_pd.sizeof(), context);
+        this(context, allocate(context), null);
+    }
+
+    /** A domain over {@code created}, an {@code ibv_pd} made elsewhere; freed by {@code destroyer}, or by {@code ibv_dealloc_pd} when null. */
+    ProtectionDomain(Context context, MemorySegment created, Consumer<MemorySegment> destroyer) {
+        super(created, ibv_pd.sizeof(), context);
         this.context = context;
+        this.destroyer = destroyer;
     }
 
     private static MemorySegment allocate(Context context) {
@@ -286,6 +296,10 @@ public final class ProtectionDomain extends Resource {
 
     @Override
     void destroy(MemorySegment address) {
+        if (destroyer != null) {
+            destroyer.accept(address);
+            return;
+        }
         Native.check("ibv_dealloc_pd", e -> e == Errno.EBUSY ? "something created outside this binding still uses it" : null,
                 c -> (int) DEALLOC_PD.invokeExact(c.errno(), address));
     }

@@ -6,6 +6,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.github.panamaverbs.bindings.ibv_send_wr;
 import io.github.panamaverbs.bindings.ibv_wc;
+import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.QueuePair;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.StandInProvider;
+import io.github.panamaverbs.verbs.WorkCompletions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -54,6 +60,10 @@ public class CallShapes {
 
     private static final MethodHandle POLL_FN = C.LINKER.downcallHandle(C.find("pvb_fake_poll_fn"), FunctionDescriptor.of(ADDRESS));
     private static final MethodHandle POST_FN = C.LINKER.downcallHandle(C.find("pvb_fake_post_fn"), FunctionDescriptor.of(ADDRESS));
+    private static final MethodHandle FAKE_CQ_SIZE = C.LINKER.downcallHandle(C.find("pvb_fake_cq_size"), FunctionDescriptor.of(JAVA_LONG));
+    private static final MethodHandle FAKE_QP_SIZE = C.LINKER.downcallHandle(C.find("pvb_fake_qp_size"), FunctionDescriptor.of(JAVA_LONG));
+    private static final MethodHandle FAKE_QP_LAST_ID = C.LINKER.downcallHandle(C.find("pvb_fake_qp_last_id_offset"),
+            FunctionDescriptor.of(JAVA_LONG));
     private static final MethodHandle POLL_LOOP = C.LINKER.downcallHandle(C.find("pvb_fake_poll_loop"),
             FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
     private static final MethodHandle POST_LOOP = C.LINKER.downcallHandle(C.find("pvb_fake_post_loop"),
@@ -84,6 +94,13 @@ public class CallShapes {
     private MemorySegment qp;
     private MemorySegment wr;
     private MemorySegment bad;
+    /** The typed API's objects over the same stand-in provider (a context whose ops point at it). */
+    private StandInProvider standIn;
+    private CompletionQueue typedCq;
+    private QueuePair typedQp;
+    private WorkCompletions batch;
+    private SendRequest request;
+    private long lastIdOffset;
     /** The same memory in the global scope. */
     private MemorySegment cqGlobal;
     private MemorySegment wcGlobal;
@@ -99,8 +116,14 @@ public class CallShapes {
         wrArena = Arena.ofShared();
         pollFn = (MemorySegment) POLL_FN.invokeExact();
         postFn = (MemorySegment) POST_FN.invokeExact();
-        cq = cqArena.allocate(8, 8);              // head == tail: an empty queue
-        qp = qpArena.allocate(16, 8);
+        cq = cqArena.allocate((long) FAKE_CQ_SIZE.invokeExact(), 8); // head == tail: an empty queue
+        qp = qpArena.allocate((long) FAKE_QP_SIZE.invokeExact(), 8);
+        lastIdOffset = (long) FAKE_QP_LAST_ID.invokeExact();
+        standIn = new StandInProvider(pollFn, postFn, cq.byteSize(), qp.byteSize());
+        typedCq = standIn.completionQueue();
+        typedQp = standIn.queuePair();
+        batch = new WorkCompletions(16);
+        request = new SendRequest(1).opcode(SendOpcode.SEND).id(42);
         wc = wcArena.allocate(ibv_wc.layout(), 16);
         wr = wrArena.allocate(ibv_send_wr.layout());
         bad = wrArena.allocate(ADDRESS);
@@ -115,9 +138,13 @@ public class CallShapes {
 
     @TearDown(Level.Trial)
     public void tearDown(BenchmarkParams params) {
-        if (params.getBenchmark().contains(".post") && qp.get(JAVA_LONG, 8) != 42) {
+        if (params.getBenchmark().contains(".post") && qp.get(JAVA_LONG, lastIdOffset) != 42) {
             throw new IllegalStateException("the post benchmarks did not reach the stand-in provider");
         }
+        if (params.getBenchmark().contains(".typedPost") && standIn.queuePairStruct().get(JAVA_LONG, lastIdOffset) != 42) {
+            throw new IllegalStateException("the typed post did not reach the stand-in provider");
+        }
+        standIn.close();
         cqArena.close();
         qpArena.close();
         wcArena.close();
@@ -177,7 +204,19 @@ public class CallShapes {
         return (long) POLL_LOOP.invokeExact(cq, wc, (long) LOOP);
     }
 
+    /** The typed API's own poll ({@link CompletionQueue#poll}) into the same stand-in: what an application pays. */
+    @Benchmark
+    public int typedPoll() {
+        return typedCq.poll(batch);
+    }
+
     // ---- post_send(fn, qp, wr, bad_wr) of one prepared request
+
+    /** The typed API's own post ({@link QueuePair#postSend}) of one prepared request into the same stand-in. */
+    @Benchmark
+    public void typedPost() {
+        typedQp.postSend(request);
+    }
 
     @Benchmark
     public int postSharedArena() throws Throwable {

@@ -2,6 +2,7 @@ package io.github.panamaverbs.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.github.panamaverbs.bindings.ibv_context;
 import io.github.panamaverbs.bindings.ibv_context_ops;
@@ -52,6 +53,18 @@ public final class DataPath {
      * does not wait for.
      */
     public static final MethodHandle POLL_CQ_EX = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
+    /**
+     * The raw forms, for the confined views ({@code CompletionQueue.Confined}, {@code QueuePair.Confined}):
+     * the queue and the request or batch as plain addresses, no arena acquired. The view keeps the
+     * queue alive (it cannot close while the view is open) and is used by its owner thread only; it
+     * passes a caller's arena's memory through the segment forms above, so that FFM still refuses a
+     * closed arena.
+     */
+    public static final MethodHandle POST_RAW = handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    /** {@link #POLL_CQ} with the queue and the completions as addresses. */
+    public static final MethodHandle POLL_CQ_RAW = pollHandle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    /** {@link #POLL_CQ_EX} with the queue and the completions as addresses. */
+    public static final MethodHandle POLL_CQ_EX_RAW = handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
     /** int (*req_notify_cq)(struct ibv_cq *, int solicited_only) */
     public static final MethodHandle REQ_NOTIFY_CQ = handle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
 

@@ -550,4 +550,22 @@ public final class ExtendedCompletionQueue extends CompletionQueue {
         }
         return polled(batch, n);
     }
+
+    @Override
+    int pollConfined(long address, WorkCompletions batch) {
+        long wc = batch.callAddress;
+        if (wc == 0) {
+            return poll(batch);
+        }
+        requireNoCursorOnThisThread("poll");
+        int n;
+        try {
+            n = (int) DataPath.POLL_CQ_EX_RAW.invokeExact(pollFn(), address, batch.capacity, wc);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(batch);
+        }
+        return polled(batch, n);
+    }
 }

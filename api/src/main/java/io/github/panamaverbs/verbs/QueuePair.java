@@ -714,6 +714,115 @@ public final class QueuePair extends Resource {
         }
     }
 
+    /**
+     * The calling thread's view of this queue pair: its {@link Confined#postSend} and
+     * {@link Confined#postReceive} pass the queue pair and a request in memory the GC frees as plain
+     * addresses (no arena is acquired), and only this thread may use or close it. This queue pair
+     * cannot close while the view is open: close the view first, in the thread that made it
+     * (try-with-resources). One view per posting thread is the usual shape (thread per queue).
+     *
+     * @return the view, confined to the calling thread
+     * @throws IllegalStateException if this queue pair is closed
+     */
+    public Confined confined() {
+        return new Confined(this);
+    }
+
+    /**
+     * A view of a queue pair confined to one thread, for the fastest posts: see
+     * {@link QueuePair#confined()}. Every call from another thread, or after {@link #close()}, throws
+     * {@link IllegalStateException}; otherwise each call does what the queue pair's own method does.
+     */
+    public static final class Confined extends ConfinedView {
+        private final QueuePair qp;
+        private final long address;
+
+        private Confined(QueuePair qp) {
+            super(qp, ibv_qp.sizeof());
+            this.qp = qp;
+            this.address = qp.ptr().address();
+        }
+
+        /**
+         * {@link QueuePair#postSend}, from the owner thread.
+         *
+         * @param request the first request of the chain
+         * @throws IllegalStateException if called by another thread or the view is closed; else as {@link QueuePair#postSend}
+         * @throws VerbsException        as {@link QueuePair#postSend}
+         */
+        public void postSend(SendRequest request) {
+            check();
+            qp.postSendConfined(address, request);
+        }
+
+        /**
+         * {@link QueuePair#postReceive}, from the owner thread.
+         *
+         * @param request the first request of the chain
+         * @throws IllegalStateException if called by another thread or the view is closed; else as {@link QueuePair#postReceive}
+         * @throws VerbsException        as {@link QueuePair#postReceive}
+         */
+        public void postReceive(ReceiveRequest request) {
+            check();
+            qp.postReceiveConfined(address, request);
+        }
+
+        /** {@return the queue pair} */
+        public QueuePair queuePair() {
+            return qp;
+        }
+
+        @Override
+        public String toString() {
+            return "QueuePair.Confined[" + qp.context.device().name() + ", qpn 0x" + Integer.toHexString(qp.qpNum) + ", "
+                    + threadName(owner()) + "]";
+        }
+    }
+
+    /** {@link Confined#postSend}: the queue pair at {@code address} is open while its view is. */
+    void postSendConfined(long address, SendRequest request) {
+        boolean windows = request.checkChain(type);
+        long wr = request.callWrAddress;
+        if (windows || wr == 0) {
+            postSend(request); // windows are recorded under a lock; a caller's arena is checked by FFM
+            return;
+        }
+        checkPostable(true);
+        int rc;
+        try {
+            rc = (int) DataPath.POST_RAW.invokeExact(postSendFn, address, wr, request.callBadWrAddress);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(request);
+        }
+        if (rc != 0) {
+            throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
+        }
+    }
+
+    /** {@link Confined#postReceive}: the queue pair at {@code address} is open while its view is. */
+    void postReceiveConfined(long address, ReceiveRequest request) {
+        long wr = request.callWrAddress;
+        if (hasSrq || wr == 0) {
+            postReceive(request);
+            return;
+        }
+        request.checkChain(type);
+        checkPostable(false);
+        int rc;
+        try {
+            rc = (int) DataPath.POST_RAW.invokeExact(postRecvFn, address, wr, request.callBadWrAddress);
+        } catch (Throwable t) {
+            throw Native.rethrow(t);
+        } finally {
+            Reference.reachabilityFence(request);
+        }
+        if (rc != 0) {
+            throw request.postFailed("ibv_post_recv", rc, this, stateHint(false, rc));
+        }
+    }
+
     /** Why a post probably failed, from the state this queue pair is in; null for the generic reason. */
     private String stateHint(boolean send, int rc) {
         int e = Math.abs(rc);

@@ -52,6 +52,8 @@ public final class WorkCompletions {
     final MemorySegment segment;
     /** What a poll passes to C: as {@link WorkRequest#callWr}, the plain address of memory the GC frees, else {@link #segment}. */
     final MemorySegment callSegment;
+    /** The address of memory the GC frees, for a confined view's raw poll; 0 for a caller's arena (polled through {@link #callSegment}). */
+    final long callAddress;
     final int capacity;
     int count;
 
@@ -88,6 +90,7 @@ public final class WorkCompletions {
             throw new IllegalStateException("cannot allocate a WorkCompletions batch in a closed arena", e);
         }
         this.callSegment = gc ? MemorySegment.ofAddress(segment.address()) : segment;
+        this.callAddress = gc ? segment.address() : 0;
     }
 
     /** {@return how many completions the batch holds: the most one poll reads} */

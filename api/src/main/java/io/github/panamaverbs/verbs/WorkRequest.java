@@ -35,6 +35,9 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
      */
     final MemorySegment callWr;
     final MemorySegment callBadWr;
+    /** For memory the GC frees, the addresses of {@link #callWr} and {@link #callBadWr} (a confined view's raw post); else 0. */
+    final long callWrAddress;
+    final long callBadWrAddress;
     final ScatterGather sgl;
     R next;
 
@@ -51,6 +54,8 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         this.badWr = segment.asSlice(wrSize, 8);
         this.callWr = gc ? MemorySegment.ofAddress(segment.address()) : segment;
         this.callBadWr = gc ? MemorySegment.ofAddress(badWr.address()) : badWr;
+        this.callWrAddress = gc ? segment.address() : 0;
+        this.callBadWrAddress = gc ? badWr.address() : 0;
         this.sgl = new ScatterGather(segment, sgListOffset, numSgeOffset,
                 segment.asSlice(wrSize + 8, ScatterGather.SGE_SIZE * maxSge));
     }

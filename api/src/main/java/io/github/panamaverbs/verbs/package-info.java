@@ -115,6 +115,13 @@
  *       from several threads at once (the provider locks its queues). The usual model is still one
  *       thread per queue: a completion queue polled by several threads hands each completion to one
  *       of them.</li>
+ *   <li><b>Confined views</b> are the fast form for one thread per queue:
+ *       {@link io.github.panamaverbs.verbs.CompletionQueue#confined()} and
+ *       {@link io.github.panamaverbs.verbs.QueuePair#confined()} give the calling thread a view whose
+ *       {@code poll}, {@code postSend} and {@code postReceive} pass the queue as a plain address (no
+ *       arena is acquired per call). Only that thread may use or close the view, and the queue cannot
+ *       close while a view of it is open (closing it throws, naming the view), so a call never reaches
+ *       freed memory. Close the view in its thread before the queue: try-with-resources.</li>
  *   <li><b>Requests and completion batches are not thread-safe.</b> A {@code SendRequest},
  *       {@code ReceiveRequest} or {@code WorkCompletions} is used by one thread at a time: do not
  *       change a request while another thread posts it, and give each polling thread its own batch.

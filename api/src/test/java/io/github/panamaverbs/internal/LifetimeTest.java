@@ -158,6 +158,7 @@ class LifetimeTest {
     void aCallOfAnotherThreadIsWaitedForAndItsNextCallThrows() throws Exception {
         Lifetime qp = lifetime("qp");
         CountDownLatch inCall = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
         AtomicReference<Throwable> next = new AtomicReference<>();
         Thread poster = Thread.ofPlatform().start(() -> {
             inCall.countDown();
@@ -168,9 +169,14 @@ class LifetimeTest {
                 return;
             }
             try {
+                // the next call, once close has returned (a call made at once could win the race with
+                // close's retry, which succeeds only in a gap between this thread's calls)
+                closed.await();
                 qp.check("poll", Native.NO_HINT, c -> (int) SLEEPING_CALL.invokeExact(qp.ptr(), 0L, 0));
                 next.set(new AssertionError("the call after close reached C"));
             } catch (IllegalStateException e) {
+                next.set(e);
+            } catch (InterruptedException e) {
                 next.set(e);
             }
         });
@@ -179,6 +185,7 @@ class LifetimeTest {
         long start = System.nanoTime();
         qp.close();
         long waitedMillis = (System.nanoTime() - start) / 1_000_000;
+        closed.countDown();
         poster.join();
         assertTrue(waitedMillis >= 100, "close waited for the call: " + waitedMillis + " ms");
         assertTrue(next.get() instanceof IllegalStateException, String.valueOf(next.get()));

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Every Java code block of README.md and docs/*.md is one of the examples that a test compiles
  * ({@link ReadmeExampleTest}, {@link CmReadmeExampleTest}, {@link JfrExampleTest},
- * {@link VirtualThreadExampleTest}), verbatim: no block in the documentation is an unchecked copy.
+ * {@link VirtualThreadExampleTest}, {@link ConfinedIT}), verbatim: no block in the documentation is an unchecked copy.
  * The README stays short: at most 10 KB, its first example within its first 120 lines.
  */
 class DocsExamplesTest {
@@ -28,7 +28,8 @@ class DocsExamplesTest {
         return Set.of(ReadmeExampleTest.example(ReadmeExampleTest.class, "// @start region=\"readme\"", "// @end region=\"readme\""),
                 ReadmeExampleTest.example(CmReadmeExampleTest.class, "// @start region=\"cm\"", "// @end region=\"cm\""),
                 ReadmeExampleTest.example(JfrExampleTest.class, "// README-JFR-EXAMPLE-BEGIN", "// README-JFR-EXAMPLE-END"),
-                ReadmeExampleTest.example(VirtualThreadExampleTest.class, "// README-VT-EXAMPLE-BEGIN", "// README-VT-EXAMPLE-END"));
+                ReadmeExampleTest.example(VirtualThreadExampleTest.class, "// README-VT-EXAMPLE-BEGIN", "// README-VT-EXAMPLE-END"),
+                ReadmeExampleTest.example(ConfinedIT.class, "// FEATURES-CONFINED-EXAMPLE-BEGIN", "// FEATURES-CONFINED-EXAMPLE-END"));
     }
 
     private static List<Path> documents() throws IOException {

@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -53,6 +54,67 @@ class StandInProviderTest {
                     assertThrows(IllegalStateException.class, () -> p.queuePair().postSend(request)).getMessage());
             assertEquals(p.completionQueue() + " is closed",
                     assertThrows(IllegalStateException.class, () -> p.completionQueue().poll(batch)).getMessage());
+        }
+    }
+
+    @Test
+    void aConfinedViewIsTheOwnersOnlyAndHoldsItsQueueOpen() throws Exception {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment poll = Native.LINKER.defaultLookup().find("sched_yield").orElseThrow();
+            MemorySegment post = stub("post", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), arena);
+            StandInProvider p = new StandInProvider(poll, post, 256, 256);
+            WorkCompletions batch = new WorkCompletions(16);
+            SendRequest request = new SendRequest(1).opcode(SendOpcode.SEND).id(78);
+            CompletionQueue.Confined poller = p.completionQueue().confined();
+            QueuePair.Confined sender = p.queuePair().confined();
+            assertEquals(0, poller.poll(batch));
+            sender.postSend(request);
+            assertEquals(78, LAST_WR_ID.get());
+            ReceiveRequest receive = new ReceiveRequest(1).id(79);
+            sender.postReceive(receive);
+            assertEquals(79, LAST_WR_ID.get());
+
+            // a caller's arena goes through the checked form: a closed one is refused, by name
+            Arena callers = Arena.ofShared();
+            WorkCompletions own = new WorkCompletions(4, callers);
+            assertEquals(0, poller.poll(own));
+            callers.close();
+            assertTrue(assertThrows(IllegalStateException.class, () -> poller.poll(own)).getMessage().contains("has been freed"));
+
+            // another thread may neither use nor close the views
+            AtomicReference<Throwable> other = new AtomicReference<>();
+            Thread t = Thread.ofPlatform().name("intruder").start(() -> {
+                other.set(catching(() -> poller.poll(batch)));
+                other.compareAndSet(null, new AssertionError("another thread polled"));
+            });
+            t.join();
+            assertTrue(other.get() instanceof IllegalStateException, String.valueOf(other.get()));
+            assertTrue(other.get().getMessage().contains("is confined to thread #" + Thread.currentThread().threadId()), other.get().getMessage());
+            assertTrue(other.get().getMessage().contains("\"intruder\""), other.get().getMessage());
+            Thread closer = Thread.ofPlatform().start(() -> other.set(catching(sender::close)));
+            closer.join();
+            assertTrue(other.get() instanceof IllegalStateException, String.valueOf(other.get()));
+
+            // the queues cannot close under their open views, from any thread
+            IllegalStateException held = assertThrows(IllegalStateException.class, () -> p.queuePair().close());
+            assertTrue(held.getMessage().contains("still in use by [QueuePair.Confined[standin0, qpn 0x11, thread #"), held.getMessage());
+            poller.close();
+            sender.close();
+            assertTrue(poller.isClosed() && sender.isClosed());
+            assertEquals(poller + " is already closed", assertThrows(IllegalStateException.class, poller::close).getMessage());
+            assertEquals(poller + " is closed", assertThrows(IllegalStateException.class, () -> poller.poll(batch)).getMessage());
+            assertEquals(sender + " is closed", assertThrows(IllegalStateException.class, () -> sender.postSend(request)).getMessage());
+            p.close();
+            assertThrows(IllegalStateException.class, () -> p.completionQueue().confined());
+        }
+    }
+
+    private static Throwable catching(Runnable r) {
+        try {
+            r.run();
+            return null;
+        } catch (Throwable e) {
+            return e;
         }
     }
 }

@@ -98,6 +98,9 @@ public class CallShapes {
     private StandInProvider standIn;
     private CompletionQueue typedCq;
     private QueuePair typedQp;
+    /** Their views confined to the benchmark's thread (JMH runs a thread-scoped state's setup in that thread). */
+    private CompletionQueue.Confined confinedCq;
+    private QueuePair.Confined confinedQp;
     private WorkCompletions batch;
     private SendRequest request;
     private long lastIdOffset;
@@ -122,6 +125,8 @@ public class CallShapes {
         standIn = new StandInProvider(pollFn, postFn, cq.byteSize(), qp.byteSize());
         typedCq = standIn.completionQueue();
         typedQp = standIn.queuePair();
+        confinedCq = typedCq.confined();
+        confinedQp = typedQp.confined();
         batch = new WorkCompletions(16);
         request = new SendRequest(1).opcode(SendOpcode.SEND).id(42);
         wc = wcArena.allocate(ibv_wc.layout(), 16);
@@ -144,6 +149,8 @@ public class CallShapes {
         if (params.getBenchmark().contains(".typedPost") && standIn.queuePairStruct().get(JAVA_LONG, lastIdOffset) != 42) {
             throw new IllegalStateException("the typed post did not reach the stand-in provider");
         }
+        confinedCq.close();
+        confinedQp.close();
         standIn.close();
         cqArena.close();
         qpArena.close();
@@ -210,12 +217,34 @@ public class CallShapes {
         return typedCq.poll(batch);
     }
 
+    /** The fast form: the poll of a view confined to this thread ({@link CompletionQueue#confined()}). */
+    @Benchmark
+    public int typedPollConfined() {
+        return confinedCq.poll(batch);
+    }
+
     // ---- post_send(fn, qp, wr, bad_wr) of one prepared request
 
     /** The typed API's own post ({@link QueuePair#postSend}) of one prepared request into the same stand-in. */
     @Benchmark
     public void typedPost() {
         typedQp.postSend(request);
+    }
+
+    /** The fast form: the post of a view confined to this thread ({@link QueuePair#confined()}), a plain downcall. */
+    @Benchmark
+    public void typedPostConfined() {
+        confinedQp.postSend(request);
+    }
+
+    /**
+     * The same, the post a critical downcall ({@code -Dpanamaverbs.critical=all}): what a provider whose
+     * post stays in user space (a doorbell write, as mlx5's) allows.
+     */
+    @Benchmark
+    @Fork(value = 1, jvmArgsAppend = "-Dpanamaverbs.critical=all")
+    public void typedPostConfinedCritical() {
+        confinedQp.postSend(request);
     }
 
     @Benchmark

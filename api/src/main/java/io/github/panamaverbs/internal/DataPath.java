@@ -10,6 +10,7 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.util.regex.Pattern;
 
 /**
  * The hot-path downcalls, in one place.
@@ -61,6 +62,17 @@ public final class DataPath {
      * closed arena.
      */
     public static final MethodHandle POST_RAW = handle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    /**
+     * {@link #POST_RAW} as a critical downcall (unless {@code none}): for the providers whose post writes
+     * the request into memory the device reads and rings its doorbell with a store, entering no kernel
+     * ({@link #postsInUserSpace}), on queue pairs without {@code ibv_wr_*} send operations (a
+     * {@code SendBatch} of another thread holds the send queue's lock while it runs Java code; a
+     * critical call waiting for that lock would keep the JVM from its safepoint).
+     */
+    public static final MethodHandle POST_RAW_CRITICAL = make(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG),
+            !MODE.equals("none"));
+    /** The providers whose posts stay in user space: a store to a mapped doorbell (mlx5, mlx4, bnxt_re, hns, efa, irdma, qedr, erdma, mana). */
+    private static final Pattern USER_SPACE_POSTS = Pattern.compile("/lib(mlx5|mlx4|bnxt_re|hns|efa|irdma|qedr|erdma|mana)[-.]");
     /** {@link #POLL_CQ} with the queue and the completions as addresses. */
     public static final MethodHandle POLL_CQ_RAW = pollHandle(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
     /** {@link #POLL_CQ_EX} with the queue and the completions as addresses. */
@@ -101,6 +113,20 @@ public final class DataPath {
         return critical
                 ? Native.LINKER.downcallHandle(descriptor, Linker.Option.critical(false))
                 : Native.LINKER.downcallHandle(descriptor);
+    }
+
+    /**
+     * Whether the provider function {@code postFn} belongs to a provider whose posts enter no kernel
+     * (its library's file name, from {@code /proc/self/maps}: read it once per context). Soft-RoCE and
+     * SoftiWARP post with a system call, and an unknown provider is taken to.
+     */
+    public static boolean postsInUserSpace(MemorySegment postFn) {
+        return Quirks.mappedFile(postFn.address()).map(DataPath::isUserSpacePostLibrary).orElse(false);
+    }
+
+    /** Whether the library at {@code file} (a path) is one of the providers whose posts stay in user space. */
+    static boolean isUserSpacePostLibrary(String file) {
+        return USER_SPACE_POSTS.matcher(file).find();
     }
 
     /**

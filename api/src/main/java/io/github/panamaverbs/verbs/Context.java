@@ -475,6 +475,19 @@ public final class Context extends Resource {
         return known;
     }
 
+    /** {@link DataPath#postsInUserSpace}, found once. */
+    private volatile Boolean postsInUserSpace;
+
+    /** Whether this device's provider posts without entering the kernel (its confined posts may be critical downcalls). */
+    boolean postsInUserSpace() {
+        Boolean known = postsInUserSpace;
+        if (known == null) {
+            known = DataPath.postsInUserSpace(op(DataPath.POST_SEND));
+            postsInUserSpace = known;
+        }
+        return known;
+    }
+
     /** Whether {@code q} affects this device: for the checks that objects make when they are created, never per call. */
     boolean has(Quirks q) {
         return quirks().contains(q);

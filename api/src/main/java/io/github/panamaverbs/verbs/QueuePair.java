@@ -71,6 +71,8 @@ public final class QueuePair extends Resource {
     private final QpCapabilities capabilities;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
+    /** The confined posts are critical downcalls: the provider posts in user space, and no {@code SendBatch} can hold the lock. */
+    private final boolean criticalPosts;
     private final int qpNum;
     private final int psn = RANDOM.nextInt() & 0xffffff;
     private final boolean hasSrq;
@@ -126,6 +128,7 @@ public final class QueuePair extends Resource {
             this.postsInErrNeverComplete = context.has(Quirks.SIW_POST_IN_ERROR_NEVER_COMPLETES);
             this.postSendFn = context.op(DataPath.POST_SEND);
             this.postRecvFn = context.op(DataPath.POST_RECV);
+            this.criticalPosts = init.sendOps == null && context.postsInUserSpace();
             this.batch = init.sendOps == null ? null : new SendBatch(this, qpEx(), init.sendOps);
             context.register(this, ptr().address());
             context.registerNumber(this, qpNum);
@@ -790,7 +793,8 @@ public final class QueuePair extends Resource {
         checkPostable(true);
         int rc;
         try {
-            rc = (int) DataPath.POST_RAW.invokeExact(postSendFn, address, wr, request.callBadWrAddress);
+            rc = criticalPosts ? (int) DataPath.POST_RAW_CRITICAL.invokeExact(postSendFn, address, wr, request.callBadWrAddress)
+                    : (int) DataPath.POST_RAW.invokeExact(postSendFn, address, wr, request.callBadWrAddress);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         } finally {
@@ -812,7 +816,8 @@ public final class QueuePair extends Resource {
         checkPostable(false);
         int rc;
         try {
-            rc = (int) DataPath.POST_RAW.invokeExact(postRecvFn, address, wr, request.callBadWrAddress);
+            rc = criticalPosts ? (int) DataPath.POST_RAW_CRITICAL.invokeExact(postRecvFn, address, wr, request.callBadWrAddress)
+                    : (int) DataPath.POST_RAW.invokeExact(postRecvFn, address, wr, request.callBadWrAddress);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         } finally {

@@ -121,7 +121,7 @@ public final class BenchMain {
     private void run() throws Exception {
         long t0 = System.nanoTime();
         // CallShapes runs on the host (scripts/bench, before the VM): its point is the real CPU's speed
-        jmh("main", include.equals(".*") ? "(?!CallShapes\\.).*" : include, "jmh-main.json");
+        jmh("main", include.equals(".*") ? "(?!CallShapes\\.|SharedQueue\\.).*" : include, "jmh-main.json");
         if (include.equals(".*") || Pattern.compile(include).matcher("PingPong.write").find()) {
             cPingPong();
         }
@@ -542,17 +542,45 @@ public final class BenchMain {
             {"the same, critical", "RawCritical"}};
         StringBuilder t = new StringBuilder("\n| Call on the host CPU (no device), ns per call | poll_cq(fn, cq, 16, wc) | post_send(fn, qp, wr, bad_wr) |\n"
                 + "|---|---:|---:|\n");
+        String[][] typed = {
+            {"**typed API**: `CompletionQueue.poll`, `QueuePair.postSend` (any thread)", "typedPoll", "typedPost"},
+            {"**typed API, confined view** (`cq.confined().poll`, `qp.confined().postSend`: the owner thread's fast form)",
+                    "typedPollConfined", "typedPostConfined"},
+            {"the same, the post critical (providers that post in user space, e.g. mlx5)", "-", "typedPostConfinedCritical"}};
         for (String[] shape : shapes) {
-            Double poll = ns.get("poll" + shape[1]);
-            Double post = ns.get("post" + shape[1]);
-            if (poll != null || post != null) {
-                t.append("| ").append(shape[0]).append(" | ").append(poll == null ? "–" : fmt(poll, "ns"))
-                        .append(" | ").append(post == null ? "–" : fmt(post, "ns")).append(" |\n");
-            }
+            row(t, shape[0], ns.get("poll" + shape[1]), ns.get("post" + shape[1]));
+        }
+        for (String[] shape : typed) {
+            row(t, shape[0], ns.get(shape[1]), ns.get(shape[2]));
+        }
+        Matcher shared = Pattern.compile("\"benchmark\"\\s*:\\s*\"[^\"]*\\.SharedQueue\\.(\\w+)\".*?\"primaryMetric\"\\s*:\\s*\\{\\s*"
+                + "\"score\"\\s*:\\s*([-0-9.eE+]+)", Pattern.DOTALL).matcher(Files.readString(json));
+        Map<String, Double> two = new LinkedHashMap<>();
+        while (shared.find()) {
+            two.put(shared.group(1), Double.parseDouble(shared.group(2)));
+        }
+        if (!two.isEmpty()) {
+            t.append("\n| Two threads, one queue (no device), ns per call per thread | poll | post |\n|---|---:|---:|\n");
+            row(t, "C, each thread through the function pointer", two.get("pollCShared"), two.get("postCShared"));
+            row(t, "**typed API** (the shared form: one shared arena acquired by both threads)", two.get("typedPollShared"),
+                    two.get("typedPostShared"));
+            Double pc = two.get("pollCShared");
+            Double pj = two.get("typedPollShared");
+            Double sc = two.get("postCShared");
+            Double sj = two.get("typedPostShared");
+            t.append("| ratio, typed / C | ").append(pc == null || pj == null ? "–" : String.format("%.1f", pj / pc))
+                    .append(" | ").append(sc == null || sj == null ? "–" : String.format("%.1f", sj / sc)).append(" |\n");
         }
         t.append("\nCallShapes (JMH, average time, on the host: the machine's real speed, not the VM's): the data path's two"
                 + " calls into a stand-in provider function (jmh/src/main/c/pvbench.c) doing the trivial part of the real one.\n");
         return t.toString();
+    }
+
+    private static void row(StringBuilder t, String what, Double poll, Double post) {
+        if (poll != null || post != null) {
+            t.append("| ").append(what).append(" | ").append(poll == null ? "–" : fmt(poll, "ns"))
+                    .append(" | ").append(post == null ? "–" : fmt(post, "ns")).append(" |\n");
+        }
     }
 
     private static String fmt(double v, String unit) {

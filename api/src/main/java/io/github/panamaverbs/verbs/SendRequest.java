@@ -38,6 +38,8 @@ import java.util.Set;
 public final class SendRequest extends WorkRequest<SendRequest> {
     static final long WR_SIZE = ibv_send_wr.sizeof();
     private static final long OPCODE = ibv_send_wr.opcode$offset();
+    /** The opcode written at {@link #OPCODE}, kept here too so that the post's checks read no native memory (0: RDMA_WRITE, as the zeroed struct). */
+    private int opcodeValue;
     private static final long SEND_FLAGS = ibv_send_wr.send_flags$offset();
     private static final long IMM_DATA = ibv_send_wr.imm_data$offset();
     private static final long WR = ibv_send_wr.wr$offset();
@@ -109,6 +111,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
                     + "it needs request fields (a memory window bind, a TSO header) that it cannot set");
         }
         putInt(OPCODE, opcode.value);
+        opcodeValue = opcode.value;
         return this;
     }
 
@@ -315,6 +318,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
         MemoryWindow.writeBindInfo(segment.asSlice(BIND_MW_INFO, io.github.panamaverbs.bindings.ibv_mw_bind_info.sizeof()),
                 region, offset, length, mask);
         putInt(OPCODE, SendOpcode.BIND_MW.value);
+        opcodeValue = SendOpcode.BIND_MW.value;
         this.window = window;
         this.windowRegion = region;
         return this;
@@ -328,7 +332,7 @@ public final class SendRequest extends WorkRequest<SendRequest> {
     /** On a UD queue pair every request needs a live address handle: C would follow a wild pointer. */
     @Override
     boolean checkOwn(int index, QpType type) {
-        int opcode = getInt(OPCODE);
+        int opcode = opcodeValue;
         if (opcode == SendOpcode.BIND_MW.value) {
             if (window == null) {
                 throw new IllegalStateException("work request #" + index + " is a BIND_MW with no window: "

@@ -271,7 +271,7 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
         int n = 0;
         boolean windows = false;
         for (WorkRequest<R> r = this; r != null; r = r.next, n++) {
-            if (!r.segment.scope().isAlive()) {
+            if (r.callWrAddress == 0 && !r.segment.scope().isAlive()) { // memory the GC frees is alive while r is
                 throw new IllegalStateException("work request #" + n + " of the chain has been freed (its arena is closed)");
             }
             r.sgl.check(n);

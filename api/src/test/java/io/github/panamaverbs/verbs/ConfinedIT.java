@@ -111,8 +111,8 @@ class ConfinedIT {
         p.close();
         assertTrue(p.cqB.isClosed() && p.b.isClosed());
         assertEquals(poller + " is closed", assertThrows(IllegalStateException.class, () -> poller.poll(p.wc)).getMessage());
-        assertEquals(receiver + " is closed", assertThrows(IllegalStateException.class,
-                () -> receiver.postReceive(new ReceiveRequest(1).sge(p.mrB, 0, 8))).getMessage());
+        ReceiveRequest late = new ReceiveRequest(1).id(3);
+        assertEquals(receiver + " is closed", assertThrows(IllegalStateException.class, () -> receiver.postReceive(late)).getMessage());
         assertThrows(IllegalStateException.class, p.cqA::confined); // a closed queue has no views
     }
 

@@ -785,21 +785,12 @@ public final class QueuePair extends Resource {
     /** {@link Confined#postSend}: the queue pair at {@code address} is open while its view is. */
     void postSendConfined(long address, SendRequest request) {
         boolean windows = request.checkChain(type);
-        long wr = request.callWrAddress;
-        if (windows || wr == 0) {
+        if (windows || request.callWrAddress == 0) {
             postSend(request); // windows are recorded under a lock; a caller's arena is checked by FFM
             return;
         }
         checkPostable(true);
-        int rc;
-        try {
-            rc = criticalPosts ? (int) DataPath.POST_RAW_CRITICAL.invokeExact(postSendFn, address, wr, request.callBadWrAddress)
-                    : (int) DataPath.POST_RAW.invokeExact(postSendFn, address, wr, request.callBadWrAddress);
-        } catch (Throwable t) {
-            throw Native.rethrow(t);
-        } finally {
-            Reference.reachabilityFence(request);
-        }
+        int rc = postRaw(postSendFn, address, request);
         if (rc != 0) {
             throw request.postFailed("ibv_post_send", rc, this, stateHint(true, rc));
         }
@@ -807,24 +798,28 @@ public final class QueuePair extends Resource {
 
     /** {@link Confined#postReceive}: the queue pair at {@code address} is open while its view is. */
     void postReceiveConfined(long address, ReceiveRequest request) {
-        long wr = request.callWrAddress;
-        if (hasSrq || wr == 0) {
+        if (hasSrq || request.callWrAddress == 0) {
             postReceive(request);
             return;
         }
         request.checkChain(type);
         checkPostable(false);
-        int rc;
+        int rc = postRaw(postRecvFn, address, request);
+        if (rc != 0) {
+            throw request.postFailed("ibv_post_recv", rc, this, stateHint(false, rc));
+        }
+    }
+
+    /** A confined view's post of {@code request} (memory the GC frees) through {@code fn}: critical where {@link #criticalPosts}. */
+    private int postRaw(MemorySegment fn, long address, WorkRequest<?> request) {
         try {
-            rc = criticalPosts ? (int) DataPath.POST_RAW_CRITICAL.invokeExact(postRecvFn, address, wr, request.callBadWrAddress)
-                    : (int) DataPath.POST_RAW.invokeExact(postRecvFn, address, wr, request.callBadWrAddress);
+            return criticalPosts
+                    ? (int) DataPath.POST_RAW_CRITICAL.invokeExact(fn, address, request.callWrAddress, request.callBadWrAddress)
+                    : (int) DataPath.POST_RAW.invokeExact(fn, address, request.callWrAddress, request.callBadWrAddress);
         } catch (Throwable t) {
             throw Native.rethrow(t);
         } finally {
             Reference.reachabilityFence(request);
-        }
-        if (rc != 0) {
-            throw request.postFailed("ibv_post_recv", rc, this, stateHint(false, rc));
         }
     }
 

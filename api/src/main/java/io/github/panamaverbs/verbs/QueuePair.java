@@ -528,7 +528,11 @@ public final class QueuePair extends Resource {
      *                               be in ERR (the request would never complete there)
      */
     public void postSend(SendRequest request) {
-        boolean windows = Objects.requireNonNull(request, "request").checkChain(type);
+        postChecked(request, Objects.requireNonNull(request, "request").checkChain(type));
+    }
+
+    /** {@link #postSend} of a chain already checked ({@code windows}: whether it binds or invalidates windows). */
+    private void postChecked(SendRequest request, boolean windows) {
         checkPostable(true);
         if (windows) {
             postWindowChain(request);
@@ -786,7 +790,7 @@ public final class QueuePair extends Resource {
     void postSendConfined(long address, SendRequest request) {
         boolean windows = request.checkChain(type);
         if (windows || request.callWrAddress == 0) {
-            postSend(request); // windows are recorded under a lock; a caller's arena is checked by FFM
+            postChecked(request, windows); // windows are recorded under a lock; a caller's arena is checked by FFM
             return;
         }
         checkPostable(true);

@@ -36,12 +36,17 @@ class StandInProviderTest {
         return Native.LINKER.upcallStub(MethodHandles.lookup().findStatic(StandInProviderTest.class, name, type), fd, arena);
     }
 
+    /** A stand-in whose poll is libc's sched_yield and whose post records the request's id, its upcall in {@code arena}. */
+    private static StandInProvider provider(Arena arena) throws Exception {
+        MemorySegment poll = Native.LINKER.defaultLookup().find("sched_yield").orElseThrow();
+        MemorySegment post = stub("post", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), arena);
+        return new StandInProvider(poll, post, 256, 256);
+    }
+
     @Test
     void theTypedDataPathReachesTheStandInAndStopsAtClose() throws Exception {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment poll = Native.LINKER.defaultLookup().find("sched_yield").orElseThrow();
-            MemorySegment post = stub("post", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), arena);
-            StandInProvider p = new StandInProvider(poll, post, 256, 256);
+            StandInProvider p = provider(arena);
             WorkCompletions batch = new WorkCompletions(16);
             SendRequest request = new SendRequest(1).opcode(SendOpcode.SEND).id(77);
             assertEquals(0, p.completionQueue().poll(batch));
@@ -60,9 +65,7 @@ class StandInProviderTest {
     @Test
     void aConfinedViewIsTheOwnersOnlyAndHoldsItsQueueOpen() throws Exception {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment poll = Native.LINKER.defaultLookup().find("sched_yield").orElseThrow();
-            MemorySegment post = stub("post", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), arena);
-            StandInProvider p = new StandInProvider(poll, post, 256, 256);
+            StandInProvider p = provider(arena);
             WorkCompletions batch = new WorkCompletions(16);
             SendRequest request = new SendRequest(1).opcode(SendOpcode.SEND).id(78);
             CompletionQueue.Confined poller = p.completionQueue().confined();

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 
 /**
@@ -48,6 +49,8 @@ public final class Lifetime {
     private final Lifetime[] uses;
     private final Set<Lifetime> users = new LinkedHashSet<>();
     private boolean closed;
+    /** When it answers true, a resource this one uses closes it first instead of refusing to close. */
+    private volatile BooleanSupplier orphaned;
 
     /**
      * Links a new native object to the lifetimes it uses. If one of them was closed meanwhile (by
@@ -115,6 +118,15 @@ public final class Lifetime {
         for (Lifetime l : uses) {
             l.removeUser(this);
         }
+    }
+
+    /**
+     * Lets the lifetimes this one uses close it when {@code test} says it is orphaned (for a confined
+     * view, when its owner thread has ended: nothing can be in a call through it, and nothing else may
+     * close it), rather than refuse to close because it is open.
+     */
+    public void orphanedWhen(BooleanSupplier test) {
+        orphaned = test;
     }
 
     /** Makes {@code user} one of the lifetimes that must close before this one (also after creation). */
@@ -232,6 +244,12 @@ public final class Lifetime {
         synchronized (this) {
             if (closed) {
                 throw new IllegalStateException(owner + " is already closed");
+            }
+            for (Lifetime user : List.copyOf(users)) {
+                BooleanSupplier test = user.orphaned;
+                if (test != null && test.getAsBoolean() && user.isOpen()) {
+                    user.close(); // removes itself from users (this thread holds both locks)
+                }
             }
             if (!users.isEmpty()) {
                 throw new IllegalStateException("cannot close " + owner + ": still in use by " + names(users)

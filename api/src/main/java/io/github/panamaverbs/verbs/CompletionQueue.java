@@ -184,8 +184,8 @@ public sealed class CompletionQueue extends Resource permits ExtendedCompletionQ
     /**
      * The calling thread's view of this queue: its {@link Confined#poll} costs what the bare provider
      * call does (no arena is acquired), and only this thread may use or close it. This queue cannot
-     * close while the view is open: close the view first, in the thread that made it (try-with-resources).
-     * One view per polling thread is the usual shape (thread per queue).
+     * close while the view is open: close the view first, in the thread that made it (try-with-resources);
+     * a view whose thread has ended is closed by this queue's close. One view per polling thread is the usual shape (thread per queue).
      *
      * @return the view, confined to the calling thread
      * @throws IllegalStateException if this queue is closed

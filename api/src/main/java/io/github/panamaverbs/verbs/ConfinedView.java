@@ -20,6 +20,7 @@ abstract sealed class ConfinedView implements AutoCloseable permits CompletionQu
     ConfinedView(Resource resource, long size) {
         this.life = new Lifetime(this, MemorySegment.ofAddress(resource.handle().address()), size, freed -> { },
                 resource.life);
+        life.orphanedWhen(() -> !owner.isAlive());
     }
 
     /** The check of every call: the owner thread, and the view open. */
@@ -45,16 +46,18 @@ abstract sealed class ConfinedView implements AutoCloseable permits CompletionQu
 
     /**
      * Ends the view: the resource may close once its views are closed. Only the owner thread may close
-     * it.
+     * it while that thread is alive; once it has ended (nothing can be in a call through the view
+     * then), any thread may, and the resource's own {@code close()} closes such a view itself.
      *
-     * @throws IllegalStateException if called by another thread than the owner, or if already closed
+     * @throws IllegalStateException if called by another thread while the owner is alive, or if already
+     *                               closed
      */
     @Override
     public final void close() {
-        if (Thread.currentThread() != owner) {
+        if (Thread.currentThread() != owner && owner.isAlive()) {
             throw refused();
         }
-        if (closed) {
+        if (closed || life.isClosed()) {
             throw new IllegalStateException(this + " is already closed");
         }
         closed = true;

@@ -726,7 +726,8 @@ public final class QueuePair extends Resource {
      * {@link Confined#postReceive} pass the queue pair and a request in memory the GC frees as plain
      * addresses (no arena is acquired), and only this thread may use or close it. This queue pair
      * cannot close while the view is open: close the view first, in the thread that made it
-     * (try-with-resources). One view per posting thread is the usual shape (thread per queue).
+     * (try-with-resources); a view whose thread has ended is closed by this queue pair's close. One
+     * view per posting thread is the usual shape (thread per queue).
      *
      * @return the view, confined to the calling thread
      * @throws IllegalStateException if this queue pair is closed

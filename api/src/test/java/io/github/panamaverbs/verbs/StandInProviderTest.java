@@ -112,6 +112,33 @@ class StandInProviderTest {
         }
     }
 
+    @Test
+    void theViewsOfAThreadThatEndedCloseWithTheirQueues() throws Exception {
+        try (Arena arena = Arena.ofConfined()) {
+            StandInProvider p = provider(arena);
+            AtomicReference<CompletionQueue.Confined> poller = new AtomicReference<>();
+            AtomicReference<QueuePair.Confined> sender = new AtomicReference<>();
+            Thread worker = Thread.ofVirtual().start(() -> {
+                poller.set(p.completionQueue().confined());
+                sender.set(p.queuePair().confined());
+                sender.get().postSend(new SendRequest(1).opcode(SendOpcode.SEND).id(80));
+            }); // ends without closing its views
+            worker.join();
+            assertEquals(80, LAST_WR_ID.get());
+            assertTrue(!poller.get().isClosed() && !sender.get().isClosed());
+            // another thread may close a view whose owner has ended ...
+            sender.get().close();
+            assertTrue(sender.get().isClosed());
+            assertEquals(sender.get() + " is already closed", assertThrows(IllegalStateException.class, sender.get()::close).getMessage());
+            // ... and its queue's close closes it: nothing can be in a call through it
+            p.close();
+            assertTrue(poller.get().isClosed() && p.completionQueue().isClosed());
+            assertEquals(poller.get() + " is already closed", assertThrows(IllegalStateException.class, poller.get()::close).getMessage());
+            IllegalStateException use = assertThrows(IllegalStateException.class, () -> poller.get().poll(new WorkCompletions(1)));
+            assertTrue(use.getMessage().contains("is confined to virtual thread #" + worker.threadId()), use.getMessage());
+        }
+    }
+
     private static Throwable catching(Runnable r) {
         try {
             r.run();

@@ -219,6 +219,8 @@ run_role() {
         source "$PV/role-$role.sh" && source "/run/pv/env-$role" ||
             exit 125
         export RDMA_IN_VM=1
+        # The VM's CPU is emulated (TCG): samples/run picks its JIT flags for that.
+        export SAMPLES_EMULATED_CPU=1
         # A command that ends its own VM (e.g. resets it through /proc/sysrq-trigger to act as a
         # host that dies) writes its exit status here first.
         export RDMA_STATUS_FILE=$PV/rc-$role

@@ -45,11 +45,13 @@ public class ReadmeExampleTest {
                     .opcode(SendOpcode.RDMA_WRITE).signaled(true)
                     .sge(src, 0, 64)
                     .rdma(dst.address(), dst.rkey());
-            a.postSend(write);
-
             WorkCompletions wc = new WorkCompletions(8);       // polled without allocation
-            while (cq.poll(wc) == 0) {
-                Thread.onSpinWait();
+            try (QueuePair.Confined sender = a.confined();      // this thread's views: the fast form
+                 CompletionQueue.Confined poller = cq.confined()) {
+                sender.postSend(write);
+                while (poller.poll(wc) == 0) {
+                    Thread.onSpinWait();
+                }
             }
             System.out.println(wc.status(0) + ": " + dst.segment().getString(0));
             return dst.segment().getString(0);

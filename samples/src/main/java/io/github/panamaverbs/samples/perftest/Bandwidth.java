@@ -510,55 +510,57 @@ public final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
                 }
                 chain = next;
             }
-            long timeoutNanos = timeout.toNanos();
-            long scnt = 0;
-            long ccnt = 0;
-            long start = noPeak ? System.nanoTime() : 0;
-            long since = System.nanoTime();
-            int idle = 0;
-            while (scnt < iters || ccnt < iters) {
-                while (scnt < iters && scnt - ccnt + postList <= txDepth) {
-                    if (credit != null && Integer.compareUnsigned((int) scnt + postList - creditSeen(), rxDepth) >= 0) {
-                        break;   // the server has not posted receives that far yet
+            try (QueuePair.Confined post = qp.confined(); CompletionQueue.Confined poller = cq.confined()) {   // the fast form
+                long timeoutNanos = timeout.toNanos();
+                long scnt = 0;
+                long ccnt = 0;
+                long start = noPeak ? System.nanoTime() : 0;
+                long since = System.nanoTime();
+                int idle = 0;
+                while (scnt < iters || ccnt < iters) {
+                    while (scnt < iters && scnt - ccnt + postList <= txDepth) {
+                        if (credit != null && Integer.compareUnsigned((int) scnt + postList - creditSeen(), rxDepth) >= 0) {
+                            break;   // the server has not posted receives that far yet
+                        }
+                        SendRequest wr;
+                        if (single != null) {
+                            wr = single[(int) (scnt % single.length)];
+                            wr.signaled(cqMod == 1 || scnt % cqMod == cqMod - 1 || scnt == iters - 1);
+                        } else {
+                            wr = chain;
+                        }
+                        if (!noPeak) {
+                            posted[(int) scnt] = System.nanoTime();
+                        }
+                        post.postSend(wr);
+                        scnt += postList;
                     }
-                    SendRequest wr;
-                    if (single != null) {
-                        wr = single[(int) (scnt % single.length)];
-                        wr.signaled(cqMod == 1 || scnt % cqMod == cqMod - 1 || scnt == iters - 1);
-                    } else {
-                        wr = chain;
-                    }
-                    if (!noPeak) {
-                        posted[(int) scnt] = System.nanoTime();
-                    }
-                    qp.postSend(wr);
-                    scnt += postList;
-                }
-                if (ccnt < iters) {
-                    int ne = cq.poll(wc);
-                    if (ne > 0) {
-                        for (int i = 0; i < ne; i++) {
-                            if (wc.status(i) != WcStatus.SUCCESS) {
-                                throw new SampleException(String.format(" Completion with error at client: status %s (%d), "
-                                        + "vendor error 0x%x, scnt=%d, ccnt=%d", wc.status(i).description(),
-                                        wc.status(i).value(), wc.vendorError(i), scnt, ccnt));
+                    if (ccnt < iters) {
+                        int ne = poller.poll(wc);
+                        if (ne > 0) {
+                            for (int i = 0; i < ne; i++) {
+                                if (wc.status(i) != WcStatus.SUCCESS) {
+                                    throw new SampleException(String.format(" Completion with error at client: status %s (%d), "
+                                            + "vendor error 0x%x, scnt=%d, ccnt=%d", wc.status(i).description(),
+                                            wc.status(i).value(), wc.vendorError(i), scnt, ccnt));
+                                }
+                                ccnt += cqMod;
+                                if (!noPeak) {
+                                    completed[(int) Math.min(ccnt, iters) - 1] = System.nanoTime();
+                                }
                             }
-                            ccnt += cqMod;
-                            if (!noPeak) {
-                                completed[(int) Math.min(ccnt, iters) - 1] = System.nanoTime();
+                            idle = 0;
+                            since = System.nanoTime();
+                        } else if (++idle == 1 << 12) {
+                            idle = 0;
+                            if (System.nanoTime() - since > timeoutNanos) {
+                                throw silent("completions", scnt, ccnt);
                             }
                         }
-                        idle = 0;
-                        since = System.nanoTime();
-                    } else if (++idle == 1 << 12) {
-                        idle = 0;
-                        if (System.nanoTime() - since > timeoutNanos) {
-                            throw silent("completions", scnt, ccnt);
-                        }
                     }
                 }
+                return new long[] {start, System.nanoTime()};
             }
-            return new long[] {start, System.nanoTime()};
         }
 
         /** The server's receives for size {@code n}, in slot order round the cycle buffer. */
@@ -590,38 +592,40 @@ public final class Bandwidth extends PerftestTool<Bandwidth.Verb> {
             long start = 0;
             long since = System.nanoTime();
             int idle = 0;
-            while (rcnt < iters) {
-                int ne = cq.poll(wc);
-                if (ne > 0) {
-                    if (rcnt == 0) {
-                        start = System.nanoTime();
-                    }
-                    for (int i = 0; i < ne; i++) {
-                        if (wc.status(i) != WcStatus.SUCCESS) {
-                            throw new SampleException(String.format(" Completion with error at server: status %s (%d), "
-                                    + "vendor error 0x%x, rcnt=%d", wc.status(i).description(), wc.status(i).value(),
-                                    wc.vendorError(i), rcnt));
+            try (QueuePair.Confined post = qp.confined(); CompletionQueue.Confined poller = cq.confined()) {   // the fast form
+                while (rcnt < iters) {
+                    int ne = poller.poll(wc);
+                    if (ne > 0) {
+                        if (rcnt == 0) {
+                            start = System.nanoTime();
                         }
-                        if (wc.byteLength(i) != expected) {
-                            throw new SampleException("data check: receive " + rcnt + " holds " + wc.byteLength(i)
-                                    + " bytes, not " + expected);
+                        for (int i = 0; i < ne; i++) {
+                            if (wc.status(i) != WcStatus.SUCCESS) {
+                                throw new SampleException(String.format(" Completion with error at server: status %s (%d), "
+                                        + "vendor error 0x%x, rcnt=%d", wc.status(i).description(), wc.status(i).value(),
+                                        wc.vendorError(i), rcnt));
+                            }
+                            if (wc.byteLength(i) != expected) {
+                                throw new SampleException("data check: receive " + rcnt + " holds " + wc.byteLength(i)
+                                        + " bytes, not " + expected);
+                            }
+                            rcnt++;
+                            lastSlot = (int) wc.wrId(i);
+                            if (recvPosted < iters) {
+                                post.postReceive(recvs[recvPosted % recvs.length]);
+                                recvPosted++;
+                            }
+                            if (credit != null) {
+                                sendCredit(rcnt);
+                            }
                         }
-                        rcnt++;
-                        lastSlot = (int) wc.wrId(i);
-                        if (recvPosted < iters) {
-                            qp.postReceive(recvs[recvPosted % recvs.length]);
-                            recvPosted++;
+                        idle = 0;
+                        since = System.nanoTime();
+                    } else if (++idle == 1 << 12) {
+                        idle = 0;
+                        if (System.nanoTime() - since > timeoutNanos) {
+                            throw silent("receives", rcnt, rcnt);
                         }
-                        if (credit != null) {
-                            sendCredit(rcnt);
-                        }
-                    }
-                    idle = 0;
-                    since = System.nanoTime();
-                } else if (++idle == 1 << 12) {
-                    idle = 0;
-                    if (System.nanoTime() - since > timeoutNanos) {
-                        throw silent("receives", rcnt, rcnt);
                     }
                 }
             }

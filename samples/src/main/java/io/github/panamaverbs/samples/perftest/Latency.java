@@ -381,14 +381,16 @@ public final class Latency extends PerftestTool<Latency.Verb> {
     /** One size: returns the post times. */
     private long[] measure(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer,
             boolean isServer, int iters) {
-        Run run = new Run(qp, cq, mr, maxSize, n, peer, iters);
-        if (isServer) {
-            run.postAndPoll();   // perftest's server starts with a post; then both sides wait for the peer first
+        try (QueuePair.Confined q = qp.confined(); CompletionQueue.Confined c = cq.confined()) {   // the fast form
+            Run run = new Run(q, c, mr, maxSize, n, peer, iters);
+            if (isServer) {
+                run.postAndPoll();   // perftest's server starts with a post; then both sides wait for the peer first
+            }
+            while (run.more()) {
+                run.step();
+            }
+            return run.posted;
         }
-        while (run.more()) {
-            run.step();
-        }
-        return run.posted;
     }
 
     /**
@@ -398,8 +400,8 @@ public final class Latency extends PerftestTool<Latency.Verb> {
      * calls it: {@link #warmUp}'s, then the measured one.
      */
     private final class Run {
-        final QueuePair qp;
-        final CompletionQueue cq;
+        final QueuePair.Confined qp;
+        final CompletionQueue.Confined cq;
         final MemorySegment buf;
         final SendRequest wr = new SendRequest(1).id(1).signaled(true);
         final WorkCompletions wc = new WorkCompletions(1);
@@ -413,7 +415,7 @@ public final class Latency extends PerftestTool<Latency.Verb> {
         int rcnt;
         int ccnt;
 
-        Run(QueuePair qp, CompletionQueue cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer, int iters) {
+        Run(QueuePair.Confined qp, CompletionQueue.Confined cq, MemoryRegion mr, int maxSize, int n, PerftestLink.Key peer, int iters) {
             this.qp = qp;
             this.cq = cq;
             this.buf = mr.segment();
@@ -494,28 +496,31 @@ public final class Latency extends PerftestTool<Latency.Verb> {
      */
     private long[] measureSend(QueuePair qp, CompletionQueue scq, CompletionQueue rcq, ReceiveRequest recv,
             SendRequest ud, MemoryRegion mr, int n, boolean isServer, int iters) {
-        SendRun run = new SendRun(qp, scq, rcq, recv, ud, mr, n, iters);
-        if (!isServer) {
-            run.sendAndReap();   // perftest's client starts with a send; then both sides wait for a receive first
-        }
-        while (run.scnt < iters || run.rcnt < iters) {
-            run.step();
-        }
-        long since = System.nanoTime();
-        while (run.ccnt < iters) {
-            run.ccnt += reapSends(scq, run.swc, run.scnt, run.rcnt);
-            if (System.nanoTime() - since > timeout.toNanos()) {
-                throw silent(run.scnt, run.rcnt);
+        try (QueuePair.Confined q = qp.confined(); CompletionQueue.Confined s = scq.confined();   // the fast form
+             CompletionQueue.Confined r = rcq.confined()) {
+            SendRun run = new SendRun(q, s, r, recv, ud, mr, n, iters);
+            if (!isServer) {
+                run.sendAndReap();   // perftest's client starts with a send; then both sides wait for a receive first
             }
+            while (run.scnt < iters || run.rcnt < iters) {
+                run.step();
+            }
+            long since = System.nanoTime();
+            while (run.ccnt < iters) {
+                run.ccnt += reapSends(s, run.swc, run.scnt, run.rcnt);
+                if (System.nanoTime() - since > timeout.toNanos()) {
+                    throw silent(run.scnt, run.rcnt);
+                }
+            }
+            return run.posted;
         }
-        return run.posted;
     }
 
     /** send-lat's loop state, and one iteration per {@link #step()} (see {@link Run}). */
     private final class SendRun {
-        final QueuePair qp;
-        final CompletionQueue scq;
-        final CompletionQueue rcq;
+        final QueuePair.Confined qp;
+        final CompletionQueue.Confined scq;
+        final CompletionQueue.Confined rcq;
         final ReceiveRequest recv;
         final SendRequest wr;
         final int expectBytes;
@@ -529,7 +534,7 @@ public final class Latency extends PerftestTool<Latency.Verb> {
         int rcnt;
         int ccnt;
 
-        SendRun(QueuePair qp, CompletionQueue scq, CompletionQueue rcq, ReceiveRequest recv, SendRequest ud,
+        SendRun(QueuePair.Confined qp, CompletionQueue.Confined scq, CompletionQueue.Confined rcq, ReceiveRequest recv, SendRequest ud,
                 MemoryRegion mr, int n, int iters) {
             this.qp = qp;
             this.scq = scq;
@@ -575,7 +580,7 @@ public final class Latency extends PerftestTool<Latency.Verb> {
      * Spins until {@code cq} gives a completion into {@code wc} (capacity 1) and checks its status;
      * a peer silent for the timeout is gone.
      */
-    private void awaitOne(CompletionQueue cq, WorkCompletions wc, String what, int scnt, int rcnt) {
+    private void awaitOne(CompletionQueue.Confined cq, WorkCompletions wc, String what, int scnt, int rcnt) {
         long since = System.nanoTime();
         int spins = 0;
         while (cq.poll(wc) == 0) {
@@ -589,7 +594,7 @@ public final class Latency extends PerftestTool<Latency.Verb> {
         checkCompletion(wc, what, scnt, rcnt);
     }
 
-    private int reapSends(CompletionQueue scq, WorkCompletions swc, int scnt, int rcnt) {
+    private int reapSends(CompletionQueue.Confined scq, WorkCompletions swc, int scnt, int rcnt) {
         int got = scq.poll(swc);
         for (int i = 0; i < got; i++) {
             if (swc.status(i) != WcStatus.SUCCESS) {

@@ -89,6 +89,8 @@ public final class CmId implements AutoCloseable {
     private final Lifetime handle;
     private final long address;
     private volatile QueuePair qp;
+    /** The addresses last seen by {@link #toString()}, so that a closed ID is still named by them. */
+    private volatile String lastRoute;
     /** {@link #resolveAddress} succeeded: a route can be resolved. */
     private volatile boolean addressResolved;
     /** The multicast groups joined and not left. */
@@ -635,6 +637,34 @@ public final class CmId implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "CmId[" + space + ", 0x" + Long.toHexString(address) + "]";
+        String route = lastRoute;
+        boolean open = handle.isOpen();
+        if (open) {
+            try {
+                route = route(localAddress(), remoteAddress());
+                lastRoute = route;
+            } catch (RuntimeException e) {
+                open = false; // closed meanwhile
+            }
+        }
+        return "CmId[" + space + (route != null ? " " + route : ", 0x" + Long.toHexString(address)) + (open ? "" : ", closed") + "]";
+    }
+
+    /** {@code local -> remote}, what is known of it; null when neither is. */
+    static String route(InetSocketAddress local, InetSocketAddress remote) {
+        if (local == null && remote == null) {
+            return null;
+        }
+        return (local == null ? "*" : hostAndPort(local)) + (remote == null ? "" : " -> " + hostAndPort(remote));
+    }
+
+    /** {@code 10.0.0.1:7471}, {@code [fe80::1]:7471}. */
+    static String hostAndPort(InetSocketAddress a) {
+        String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
+        int zone = host.indexOf('%');
+        if (zone >= 0) {
+            host = host.substring(0, zone);
+        }
+        return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 }

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * A reliable connection made in one call over the event API: its ID, a protection domain and a
@@ -60,6 +61,8 @@ public final class Connection implements AutoCloseable {
         int cqEntries;
         ConnectionParameters parameters = new ConnectionParameters();
         Consumer<Connection> beforeConnect = c -> { };
+        Function<Context, ProtectionDomain> protectionDomain;
+        Function<Context, CompletionQueue> completionQueue;
 
         /** Defaults: 16 sends and 16 receives of one SGE each, no inline data, a CQ for all of them, librdmacm's parameters. */
         public Config() {
@@ -123,6 +126,39 @@ public final class Connection implements AutoCloseable {
         }
 
         /**
+         * The caller's protection domain for the connection, instead of one of its own: memory
+         * registered once in it (one rkey) serves every connection on that device. The function is
+         * given the device context that the connection's ID is bound to (librdmacm's, the same object
+         * for every connection on a device), once the address is resolved (client) or the request
+         * has come (server), and returns a protection domain of that context, typically one per
+         * context kept in a map ({@code pds.computeIfAbsent(ctx, Context::allocateProtectionDomain)}).
+         * The connection does not close it.
+         *
+         * @param pd gives the protection domain for a context
+         * @return this config
+         */
+        public Config protectionDomain(Function<Context, ProtectionDomain> pd) {
+            this.protectionDomain = Objects.requireNonNull(pd, "pd");
+            return this;
+        }
+
+        /**
+         * The caller's completion queue for the connection's sends and receives, instead of one of
+         * its own: several connections may share one, and one made with a
+         * {@link io.github.panamaverbs.verbs.CompletionChannel} can be waited on
+         * ({@link CompletionQueue#await}). Given the context as for
+         * {@link #protectionDomain(Function)}; the queue must be of that context and hold the
+         * completions of every queue pair that shares it. The connection does not close it.
+         *
+         * @param cq gives the completion queue for a context
+         * @return this config
+         */
+        public Config completionQueue(Function<Context, CompletionQueue> cq) {
+            this.completionQueue = Objects.requireNonNull(cq, "cq");
+            return this;
+        }
+
+        /**
          * What is offered to the peer, private data included.
          *
          * @param p the connection parameters
@@ -135,7 +171,9 @@ public final class Connection implements AutoCloseable {
 
         /**
          * Runs once the queue pair exists, before connecting or accepting: post the first receives
-         * here. What it throws ends the attempt (the connection is closed) and reaches the caller.
+         * here, answer with private data of the connection's own ({@link Connection#privateData(byte[])},
+         * e.g. a region's address and rkey) and attach its state ({@link Connection#attach}). What it
+         * throws ends the attempt (the connection is closed) and reaches the caller.
          *
          * @param hook given the connection, not yet connected
          * @return this config
@@ -151,7 +189,13 @@ public final class Connection implements AutoCloseable {
     private final CmId id;
     private final ProtectionDomain pd;
     private final CompletionQueue cq;
+    /** Whether {@link #pd} and {@link #cq} are this connection's own, closed with it (else the caller's). */
+    private final boolean ownPd;
+    private final boolean ownCq;
     private final QueuePair qp;
+    /** Set by the hook: sent instead of the config's private data. */
+    private volatile byte[] privateData;
+    private volatile Object attachment;
     /** What the caller handed over with {@link #own}: closed first. */
     private final List<AutoCloseable> owned = new ArrayList<>();
     private byte[] peerPrivateData = new byte[0];
@@ -163,9 +207,16 @@ public final class Connection implements AutoCloseable {
         Context ctx = id.context();
         List<AutoCloseable> made = new ArrayList<>();
         try {
-            this.pd = add(made, ctx.allocateProtectionDomain());
-            this.cq = add(made, ctx.createCompletionQueue(config.cqEntries > 0 ? config.cqEntries
-                    : Math.max(1, config.maxSendWr + config.maxRecvWr)));
+            this.ownPd = config.protectionDomain == null;
+            this.ownCq = config.completionQueue == null;
+            this.pd = ownPd ? add(made, ctx.allocateProtectionDomain()) : callers(config.protectionDomain, ctx, "protection domain");
+            this.cq = ownCq ? add(made, ctx.createCompletionQueue(config.cqEntries > 0 ? config.cqEntries
+                    : Math.max(1, config.maxSendWr + config.maxRecvWr)))
+                    : callers(config.completionQueue, ctx, "completion queue");
+            if (!ownCq && cq.context() != ctx) {
+                throw new IllegalArgumentException("the config's completion queue " + cq + " belongs to " + cq.context()
+                        + ", not to " + ctx + " that the connection's ID is bound to");
+            }
             this.qp = add(made, id.createQueuePair(pd, new QpInitAttributes(QpType.RC, cq, cq).maxSendWr(config.maxSendWr)
                     .maxRecvWr(config.maxRecvWr).maxSendSge(config.maxSendSge).maxRecvSge(config.maxRecvSge)
                     .maxInlineData(config.maxInlineData)));
@@ -173,6 +224,15 @@ public final class Connection implements AutoCloseable {
             closeAll(made, e);
             throw e;
         }
+    }
+
+    /** What the config's function gives for {@code ctx}: never null. */
+    private static <T> T callers(Function<Context, T> f, Context ctx, String what) {
+        T t = f.apply(ctx);
+        if (t == null) {
+            throw new NullPointerException("the config's " + what + " function returned null for " + ctx);
+        }
+        return t;
     }
 
     private static <T extends AutoCloseable> T add(List<AutoCloseable> made, T r) {
@@ -240,7 +300,7 @@ public final class Connection implements AutoCloseable {
             id.resolveRoute(timeout);
             c = new Connection(channel::close, id, config);
             config.beforeConnect.accept(c);
-            id.connect(config.parameters);
+            id.connect(c.parameters(config));
             CmEvent established = id.awaitEvent(CmEventType.ESTABLISHED, timeout);
             c.peerPrivateData = established.privateData();
             c.connected = true;
@@ -296,7 +356,7 @@ public final class Connection implements AutoCloseable {
             c = new Connection(releaseChannel, request.id(), config);
             c.peerPrivateData = request.privateData();
             config.beforeConnect.accept(c);
-            request.id().accept(config.parameters);
+            request.id().accept(c.parameters(config));
             request.id().awaitEvent(CmEventType.ESTABLISHED, timeout);
             c.connected = true;
             return c;
@@ -313,6 +373,12 @@ public final class Connection implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /** The config's parameters, with the hook's private data if it gave some. */
+    private ConnectionParameters parameters(Config config) {
+        byte[] data = privateData;
+        return data == null ? config.parameters : config.parameters.copy().privateData(data);
     }
 
     private void closeQuietly(Throwable cause) {
@@ -338,17 +404,67 @@ public final class Connection implements AutoCloseable {
         return resource;
     }
 
+    /**
+     * From the {@link Config#beforeConnect} hook: the private data to send with this connection's
+     * request (client) or accept (server), instead of the config's; the peer reads it with
+     * {@link #peerPrivateData()}. At most 56 bytes for a request and 196 for an accept on InfiniBand
+     * and RoCE (checked when it is sent).
+     *
+     * @param data the bytes, copied
+     * @return this connection
+     * @throws IllegalStateException if the connection is established already (the hook has run)
+     */
+    public Connection privateData(byte[] data) {
+        Objects.requireNonNull(data, "data");
+        if (connected) {
+            throw new IllegalStateException(this + " is established: private data is sent only while connecting "
+                    + "(set it in the config's beforeConnect hook)");
+        }
+        privateData = data.clone();
+        return this;
+    }
+
+    /**
+     * Attaches the application's state to this connection (as {@code SelectionKey.attach} does),
+     * e.g. from the {@link Config#beforeConnect} hook, where the state is made.
+     *
+     * @param state the object, or null for none
+     * @return the object attached before, or null
+     */
+    public Object attach(Object state) {
+        Object before = attachment;
+        attachment = state;
+        return before;
+    }
+
+    /** {@return the object {@link #attach} attached, or null} */
+    public Object attachment() {
+        return attachment;
+    }
+
+    /**
+     * {@return the peer's address and port} (the client's ephemeral port on the server side)
+     *
+     * @throws IllegalStateException if the connection is closed
+     */
+    public InetSocketAddress peerAddress() {
+        return id.remoteAddress();
+    }
+
     /** {@return the connected RC queue pair} */
     public QueuePair queuePair() {
         return qp;
     }
 
-    /** {@return the protection domain of the queue pair: register the connection's buffers in it} */
+    /**
+     * {@return the protection domain of the queue pair: register the connection's buffers in it}
+     * The caller's, when the config gave one.
+     */
     public ProtectionDomain protectionDomain() {
         return pd;
     }
 
-    /** {@return the completion queue of both the sends and the receives} */
+    /** {@return the completion queue of both the sends and the receives} The caller's, when the config gave one. */
     public CompletionQueue completionQueue() {
         return cq;
     }
@@ -392,7 +508,7 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Disconnects (if still connected) and closes the queue pair, completion queue, protection
-     * domain and ID (and the event channel when it is the connection's own, or when the
+     * domain and ID (not the protection domain or completion queue the config gave) (and the event channel when it is the connection's own, or when the
      * {@link Listener} it came from was closed before it). Memory regions registered in the
      * protection domain must be closed first, or handed to {@link #own}.
      *
@@ -410,7 +526,14 @@ public final class Connection implements AutoCloseable {
                 // the peer went first: fine
             }
         }
-        List<AutoCloseable> all = new ArrayList<>(List.of(id, pd, cq, qp));
+        List<AutoCloseable> all = new ArrayList<>(List.of(id));
+        if (ownPd) {
+            all.add(pd);
+        }
+        if (ownCq) {
+            all.add(cq);
+        }
+        all.add(qp);
         synchronized (this) {
             all.addAll(owned);
             owned.clear();

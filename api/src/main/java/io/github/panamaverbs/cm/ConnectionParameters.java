@@ -31,6 +31,18 @@ public final class ConnectionParameters {
     public ConnectionParameters() {
     }
 
+    /** {@return a copy of these parameters, for a change that must not reach the original} */
+    ConnectionParameters copy() {
+        ConnectionParameters c = new ConnectionParameters();
+        c.privateData = privateData;
+        c.responderResources = responderResources;
+        c.initiatorDepth = initiatorDepth;
+        c.retryCount = retryCount;
+        c.rnrRetryCount = rnrRetryCount;
+        c.flowControl = flowControl;
+        return c;
+    }
+
     private static int range(String field, int value, int max) {
         if (value < 0 || value > max) {
             throw new IllegalArgumentException(field + " must be in [0, " + max + "], not " + value);

@@ -50,7 +50,15 @@
  *       them in order. Receives that must be in place before the peer sends are posted in
  *       {@link io.github.panamaverbs.cm.Connection.Config#beforeConnect}, and the memory registered
  *       there is handed to the connection with {@link io.github.panamaverbs.cm.Connection#own}, so that
- *       it is closed with it, first.</li>
+ *       it is closed with it, first. The hook may also answer with private data of the connection's
+ *       own ({@link io.github.panamaverbs.cm.Connection#privateData(byte[])}, e.g. a region's address
+ *       and rkey) and attach the connection's state ({@link io.github.panamaverbs.cm.Connection#attach}).</li>
+ *   <li>A connection may run on the caller's protection domain and completion queue instead of its
+ *       own ({@link io.github.panamaverbs.cm.Connection.Config#protectionDomain},
+ *       {@link io.github.panamaverbs.cm.Connection.Config#completionQueue}: functions of the device
+ *       context, which librdmacm shares among all IDs of a device), so that memory registered once
+ *       serves every connection with one rkey, and connections share a queue that a completion
+ *       channel wakes; the connection does not close those.</li>
  * </ul>
  *
  * <h2 id="nulls">Null arguments</h2>

@@ -23,12 +23,13 @@ public class CmReadmeExampleTest {
         Duration timeout = Duration.ofSeconds(10);
         try (Listener listener = Listener.bind(address, 8)) {                  // the server
             CompletableFuture<String> served = CompletableFuture.supplyAsync(() -> {
-                MemoryRegion[] buffer = new MemoryRegion[1];
                 Connection.Config config = new Connection.Config().beforeConnect(c -> {
-                    buffer[0] = c.protectionDomain().allocateAndRegister(4096);   // receive before the peer sends
-                    c.queuePair().postReceive(new ReceiveRequest(1).sge(buffer[0], 0, 4096));
+                    MemoryRegion buffer = c.own(c.protectionDomain().allocateAndRegister(4096));   // closed with c
+                    c.queuePair().postReceive(new ReceiveRequest(1).sge(buffer, 0, 4096));   // before the peer sends
+                    c.attach(buffer);                                                     // the connection's state
                 });
-                try (Connection c = listener.accept(config, timeout); MemoryRegion mr = buffer[0]) {
+                try (Connection c = listener.accept(config, timeout)) {
+                    MemoryRegion mr = (MemoryRegion) c.attachment();
                     WorkCompletions wc = new WorkCompletions(1);
                     while (c.completionQueue().poll(wc) == 0) {
                         Thread.onSpinWait();

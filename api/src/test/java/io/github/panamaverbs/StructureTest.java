@@ -32,7 +32,7 @@ class StructureTest {
     private static final String ROOT = "io.github.panamaverbs.";
     /** A qualified reference to a class of this module (not the generated bindings). */
     private static final Pattern REFERENCE = Pattern.compile(
-            "\\bio\\.github\\.panamaverbs\\.(verbs|cm|internal|access|diagnostics)\\.([A-Z]\\w*)");
+            "\\bio\\.github\\.panamaverbs\\.(verbs|cm|channel|internal|access|diagnostics)\\.([A-Z]\\w*)");
 
     /** class (package.Class, without the root) → the classes of other packages it refers to. */
     private static final Map<String, Set<String>> GRAPH = graph();
@@ -83,6 +83,23 @@ class StructureTest {
             }
         });
         assertEquals(Set.of("verbs.Bridge", "verbs.Context"), verbsUsers);
+    }
+
+    @Test
+    void theChannelIsBuiltOnThePublicApiOnly() {
+        for (var e : GRAPH.entrySet()) {
+            if (e.getKey().startsWith("channel.")) {
+                for (String target : e.getValue()) {
+                    assertTrue(target.startsWith("channel.") || target.startsWith("verbs.") || target.startsWith("cm."),
+                            e.getKey() + " refers to " + target + " (the channel uses only the exported verbs and cm API)");
+                }
+            } else {
+                for (String target : e.getValue()) {
+                    assertFalse(target.startsWith("channel."), e.getKey() + " refers to " + target + " (nothing below depends on the channel)");
+                }
+            }
+        }
+        assertTrue(GRAPH.get("channel.MessageChannel").contains("cm.Connection"), String.valueOf(GRAPH.get("channel.MessageChannel")));
     }
 
     @Test

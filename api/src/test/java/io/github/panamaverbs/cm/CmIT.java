@@ -41,12 +41,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * JVM over the device's own IPv4 address (both providers loop back). The harness's
  * {@code --provider both} sets RDMA_RXE_IP and RDMA_SIW_IP; in CI a missing one fails.
  */
-class CmIT {
+public class CmIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
     private static final AtomicInteger PORT = new AtomicInteger(20_000 + new Random().nextInt(20_000));
 
     /** The device address of {@code provider} (rxe or siw) that the harness set; fails in CI when unset, else skips. */
-    static InetAddress ip(String provider) throws Exception {
+    public static InetAddress ip(String provider) throws Exception {
         String ip = System.getenv("RDMA_" + provider.toUpperCase() + "_IP");
         if (ip == null || ip.isEmpty()) {
             if (Boolean.getBoolean("rdma.required") || "true".equals(System.getenv("CI"))) {

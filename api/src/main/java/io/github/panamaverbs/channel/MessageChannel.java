@@ -1,0 +1,707 @@
+package io.github.panamaverbs.channel;
+
+import io.github.panamaverbs.cm.Connection;
+import io.github.panamaverbs.cm.Listener;
+import io.github.panamaverbs.verbs.CompletionChannel;
+import io.github.panamaverbs.verbs.CompletionQueue;
+import io.github.panamaverbs.verbs.Context;
+import io.github.panamaverbs.verbs.MemoryRegion;
+import io.github.panamaverbs.verbs.ReceiveRequest;
+import io.github.panamaverbs.verbs.SendOpcode;
+import io.github.panamaverbs.verbs.SendRequest;
+import io.github.panamaverbs.verbs.WcStatus;
+import io.github.panamaverbs.verbs.WorkCompletions;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A reliable, ordered message channel over one RC connection made by rdma_cm (Soft-RoCE, iWARP,
+ * RoCE, InfiniBand alike), with credit-based flow control: a message is sent only into a receive
+ * the peer has posted, so no send ever meets an empty receive queue (on iWARP, which has no
+ * receiver-not-ready retry, one would break the connection).
+ *
+ * <p><b>Rings.</b> Each side registers a send ring and a receive ring of {@link Config#slots(int)}
+ * slots of {@link Config#messageSize(int)} bytes once, when the channel is made, and posts every
+ * receive before the peer can send. A message occupies one slot; the largest one is
+ * {@link #maxMessageSize()}, the smaller of the two sides' message sizes.
+ *
+ * <p><b>Credits.</b> A side may have as many messages in flight as the peer has receives posted.
+ * The receiver reposts a slot's receive when the application {@linkplain Received#close() releases}
+ * the message and tells the sender in the header of its next message; when half its ring has been
+ * released since, or the sender has used every credit it was told of, it sends the credits alone,
+ * in a message that uses one of two receives each side keeps beyond its credits (at most two such
+ * messages can be unread at a time). A sender without credit waits, parking a
+ * virtual thread, until credit comes or its timeout passes.
+ *
+ * <p><b>Zero copy.</b> {@link #claim(Duration)} gives a slot of the registered send ring to fill
+ * and {@link Outgoing#commit(int)} sends it; {@link #receive(Duration)} gives a view of the
+ * registered receive ring, valid until {@link Received#close()}. {@link #send(MemorySegment, Duration)}
+ * copies once, for convenience.
+ *
+ * <p><b>Waiting.</b> The channel's completion queue has a completion channel of its own: one of the
+ * threads waiting on the channel waits for its events (through the library's event loop, so a
+ * virtual thread parks), the others wait for that one; with {@link Config#busyPoll(boolean)} it
+ * spins instead, for the lowest latency. No thread is dedicated to a channel. Any number of threads
+ * may send and receive on one channel.
+ *
+ * <p><b>The end.</b> When the peer closes the channel or is gone (its receives flush), or a
+ * transfer fails, every waiting call and every later one throws {@link ChannelException} naming
+ * the peer. {@link #close()} disconnects and frees everything; a message not yet released is then
+ * unreadable (its segment's memory is deregistered and freed, so a read throws).
+ */
+public final class MessageChannel implements AutoCloseable {
+    /** Each slot starts with the header: the length (or {@link #CREDITS_ONLY}) and the sender's grant. */
+    static final int HEADER = 8;
+    /** Receives each side posts beyond its credits, for messages that carry only credits. */
+    static final int RESERVE = 2;
+    private static final int CREDITS_ONLY = -1;
+    /** The private data of both sides: magic, version, slots, message size. */
+    private static final int MAGIC = 0x50564d43; // "PVMC"
+    private static final int VERSION = 1;
+    private static final long RECEIVE_ID = 1L << 32;
+    private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    /** The channel's sizes and how it waits. Mutable and not thread-safe. */
+    public static final class Config {
+        int messageSize = 4096;
+        int slots = 16;
+        boolean busyPoll;
+
+        /** Defaults: 16 slots of 4096 bytes each way, waiting on completion events. */
+        public Config() {
+        }
+
+        /**
+         * The largest message this side receives (and sends), bytes per slot of each ring.
+         *
+         * @param bytes 1 to 1 GiB
+         * @return this config
+         * @throws IllegalArgumentException if out of range
+         */
+        public Config messageSize(int bytes) {
+            if (bytes < 1 || bytes > (1 << 30)) {
+                throw new IllegalArgumentException("message size must be in [1, 2^30], not " + bytes);
+            }
+            this.messageSize = bytes;
+            return this;
+        }
+
+        /**
+         * The slots of each ring: how many messages the peer may send before this side releases one.
+         *
+         * @param n 2 to 4096
+         * @return this config
+         * @throws IllegalArgumentException if out of range
+         */
+        public Config slots(int n) {
+            if (n < 2 || n > 4096) {
+                throw new IllegalArgumentException("slots must be in [2, 4096], not " + n);
+            }
+            this.slots = n;
+            return this;
+        }
+
+        /**
+         * Whether waiting threads spin on the completion queue (lowest latency, a CPU each) instead
+         * of waiting for completion events.
+         *
+         * @param on true to spin
+         * @return this config
+         */
+        public Config busyPoll(boolean on) {
+            this.busyPoll = on;
+            return this;
+        }
+    }
+
+    private final Connection connection;
+    private final Setup setup;
+    private final int slots;
+    private final int slotBytes;
+    private final int maxMessage;
+    private final String name;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    /** Held by the one thread that polls or waits on the completion queue. */
+    private final AtomicBoolean poller = new AtomicBoolean();
+    private final WorkCompletions batch = new WorkCompletions(32);
+    private final SendRequest[] sends;
+    private final ReceiveRequest[] receives;
+    // ---- under lock
+    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>();
+    private final ArrayDeque<Received> arrived = new ArrayDeque<>();
+    /** Data messages claimed (each takes a credit), in total. */
+    private int claimed;
+    /** The peer's data receives posted in total, as it last told. */
+    private int peerPosted;
+    /** This side's data receives posted in total, and the last such count told to the peer. */
+    private int posted;
+    private int told;
+    /** Data messages received in total: the peer has used that many of the credits it was told of. */
+    private int received;
+    private ChannelException broken;
+
+    /** What the connection's hook makes: the rings, the queue and its completion channel. */
+    private static final class Setup {
+        final Config config;
+        final int slotBytes;
+        CompletionChannel events;
+        CompletionQueue cq;
+        MemoryRegion sendRing;
+        MemoryRegion receiveRing;
+        ReceiveRequest[] receives;
+
+        Setup(Config config) {
+            this.config = Objects.requireNonNull(config, "config");
+            this.slotBytes = HEADER + config.messageSize;
+        }
+
+        Connection.Config connectionConfig() {
+            int slots = config.slots;
+            return new Connection.Config().maxSendWr(slots).maxRecvWr(slots + RESERVE)
+                    .completionQueue(this::queue)
+                    .beforeConnect(c -> {
+                        sendRing = c.own(c.protectionDomain().allocateAndRegister((long) slots * slotBytes));
+                        receiveRing = c.own(c.protectionDomain().allocateAndRegister((long) (slots + RESERVE) * slotBytes));
+                        receives = new ReceiveRequest[slots + RESERVE];
+                        for (int i = 0; i < receives.length; i++) {
+                            receives[i] = new ReceiveRequest(1).id(RECEIVE_ID | i).sge(receiveRing, (long) i * slotBytes, slotBytes);
+                            c.queuePair().postReceive(receives[i]);
+                        }
+                        c.privateData(ByteBuffer.allocate(16).putInt(MAGIC).putInt(VERSION).putInt(slots)
+                                .putInt(config.messageSize).array());
+                    });
+        }
+
+        private CompletionQueue queue(Context ctx) {
+            if (cq == null) {
+                CompletionChannel ch = config.busyPoll ? null : ctx.createCompletionChannel();
+                try {
+                    cq = ch == null ? ctx.createCompletionQueue(2 * config.slots + RESERVE)
+                            : ctx.createCompletionQueue(2 * config.slots + RESERVE, ch, 0);
+                } catch (RuntimeException | Error e) {
+                    if (ch != null) {
+                        ch.close();
+                    }
+                    throw e;
+                }
+                events = ch;
+            }
+            return cq;
+        }
+
+        /** After a failed connect or accept (the connection closed itself): the queue and channel. */
+        void closeQueue(Throwable cause) {
+            for (AutoCloseable r : new AutoCloseable[] {cq, events}) {
+                if (r != null) {
+                    try {
+                        r.close();
+                    } catch (Exception e) {
+                        cause.addSuppressed(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Connects to a channel server ({@link #accept}) at {@code server}.
+     *
+     * @param server  the server's address and port
+     * @param config  this side's sizes
+     * @param timeout the longest each step of connecting may take
+     * @return the channel; close it
+     * @throws io.github.panamaverbs.cm.ConnectionException if the connection cannot be made
+     * @throws ChannelException                            if the peer is not a channel (its private data)
+     */
+    public static MessageChannel connect(InetSocketAddress server, Config config, Duration timeout) {
+        Setup setup = new Setup(config);
+        Connection c;
+        try {
+            c = Connection.connect(server, setup.connectionConfig(), timeout);
+        } catch (RuntimeException | Error e) {
+            setup.closeQueue(e);
+            throw e;
+        }
+        return open(c, setup);
+    }
+
+    /**
+     * Accepts the next connection on {@code listener} as a channel.
+     *
+     * @param listener the listener
+     * @param config   this side's sizes
+     * @param timeout  how long to wait for a request, and then for the connection
+     * @return the channel; close it before the listener
+     * @throws io.github.panamaverbs.cm.ConnectionException if no request comes in time, or the connection fails
+     * @throws ChannelException                            if the peer is not a channel
+     */
+    public static MessageChannel accept(Listener listener, Config config, Duration timeout) {
+        Setup setup = new Setup(config);
+        Connection c;
+        try {
+            c = listener.accept(setup.connectionConfig(), timeout);
+        } catch (RuntimeException | Error e) {
+            setup.closeQueue(e);
+            throw e;
+        }
+        return open(c, setup);
+    }
+
+    private static MessageChannel open(Connection c, Setup setup) {
+        try {
+            return new MessageChannel(c, setup);
+        } catch (RuntimeException | Error e) {
+            try {
+                c.close();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            setup.closeQueue(e);
+            throw e;
+        }
+    }
+
+    private MessageChannel(Connection connection, Setup setup) {
+        this.connection = connection;
+        this.setup = setup;
+        this.slots = setup.config.slots;
+        this.slotBytes = setup.slotBytes;
+        this.receives = setup.receives;
+        this.name = "MessageChannel[" + route(connection) + "]";
+        ByteBuffer peer = ByteBuffer.wrap(connection.peerPrivateData());
+        if (peer.remaining() < 16 || peer.getInt() != MAGIC) {
+            throw new ChannelException(name + ": the peer is not a message channel (its private data has no channel header)");
+        }
+        int version = peer.getInt();
+        if (version != VERSION) {
+            throw new ChannelException(name + ": the peer speaks channel version " + version + ", this side " + VERSION);
+        }
+        this.peerPosted = peer.getInt();
+        int peerMessage = peer.getInt();
+        this.maxMessage = Math.min(setup.config.messageSize, peerMessage);
+        this.posted = slots;
+        this.told = slots;
+        this.sends = new SendRequest[slots];
+        for (int i = 0; i < slots; i++) {
+            sends[i] = new SendRequest(1).id(i).opcode(SendOpcode.SEND).signaled(true);
+            freeSlots.add(i);
+        }
+    }
+
+    private static String route(Connection c) {
+        InetSocketAddress local = c.id().localAddress();
+        InetSocketAddress peer = c.peerAddress();
+        return (local == null ? "?" : hostPort(local)) + " -> " + (peer == null ? "?" : hostPort(peer));
+    }
+
+    private static String hostPort(InetSocketAddress a) {
+        String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
+        return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    /** {@return the largest message either side may send: the smaller of the two sides' message sizes} */
+    public int maxMessageSize() {
+        return maxMessage;
+    }
+
+    /** {@return the connection under the channel (its queue pair is the channel's: do not post to it)} */
+    public Connection connection() {
+        return connection;
+    }
+
+    /**
+     * Sends a copy of {@code data}, waiting at most {@code timeout} for a slot and a credit.
+     *
+     * @param data    the message, at most {@link #maxMessageSize()} bytes (0 is a message too)
+     * @param timeout the longest to wait for credit
+     * @return true if sent (posted: it arrives unless the connection breaks), false if no credit came in time
+     * @throws IllegalArgumentException if {@code data} is larger than {@link #maxMessageSize()}
+     * @throws ChannelException         if the channel is closed or broken
+     */
+    public boolean send(MemorySegment data, Duration timeout) {
+        Objects.requireNonNull(data, "data");
+        if (data.byteSize() > maxMessage) {
+            throw tooLarge(data.byteSize());
+        }
+        Outgoing out = claim(timeout);
+        if (out == null) {
+            return false;
+        }
+        out.segment().copyFrom(data);
+        out.commit((int) data.byteSize());
+        return true;
+    }
+
+    private IllegalArgumentException tooLarge(long size) {
+        return new IllegalArgumentException(name + ": a message of " + size + " bytes is larger than the channel's "
+                + maxMessage + " (the smaller of the two sides' Config.messageSize)");
+    }
+
+    /**
+     * Claims a slot of the registered send ring and a credit, waiting at most {@code timeout}: fill
+     * {@link Outgoing#segment()} and {@link Outgoing#commit(int)} it, or close it to give both back.
+     *
+     * @param timeout the longest to wait for credit
+     * @return the slot, or null if no credit came in time
+     * @throws ChannelException if the channel is closed or broken
+     */
+    public Outgoing claim(Duration timeout) {
+        long deadline = deadline(timeout);
+        while (true) {
+            lock.lock();
+            try {
+                check();
+                if (!freeSlots.isEmpty() && peerPosted - claimed > 0) {
+                    claimed++;
+                    return new Outgoing(freeSlots.poll());
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (!progress(deadline)) {
+                return null;
+            }
+        }
+    }
+
+    /**
+     * Waits at most {@code timeout} for the next message.
+     *
+     * @param timeout the longest to wait
+     * @return the message, a view of the receive ring valid until it is closed; null if none came in time
+     * @throws ChannelException if the channel is closed or broken (messages that arrived before are
+     *                          still given first)
+     */
+    public Received receive(Duration timeout) {
+        long deadline = deadline(timeout);
+        while (true) {
+            lock.lock();
+            try {
+                Received r = arrived.poll();
+                if (r != null) {
+                    return r;
+                }
+                check();
+            } finally {
+                lock.unlock();
+            }
+            if (!progress(deadline)) {
+                return null;
+            }
+        }
+    }
+
+    private static long deadline(Duration timeout) {
+        long nanos = Objects.requireNonNull(timeout, "timeout").toNanos();
+        return System.nanoTime() + Math.max(0, nanos);
+    }
+
+    private void check() {
+        if (broken != null) {
+            throw new ChannelException(broken.getMessage());
+        }
+    }
+
+    /**
+     * Moves the channel on once: one thread polls (or waits on) the completion queue, the others wait
+     * for it. Returns false when the deadline has passed.
+     */
+    private boolean progress(long deadline) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+            return false;
+        }
+        if (poller.compareAndSet(false, true)) {
+            try {
+                int n = setup.config.busyPoll ? setup.cq.poll(batch)
+                        : setup.cq.await(batch, Duration.ofNanos(Math.min(left, SLICE_NANOS)));
+                if (n == 0 && setup.config.busyPoll) {
+                    Thread.onSpinWait();
+                }
+                if (n > 0) {
+                    lock.lock();
+                    try {
+                        for (int i = 0; i < n; i++) {
+                            completed(i);
+                        }
+                        changed.signalAll();
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+            } catch (IllegalStateException e) {
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new ChannelException(name + ": interrupted while waiting");
+                }
+                lock.lock();
+                try {
+                    breakWith(name + " is closed"); // the queue or the rings closed under the wait
+                } finally {
+                    lock.unlock();
+                }
+            } finally {
+                poller.set(false);
+            }
+            lock.lock();
+            try {
+                changed.signalAll(); // another waiter may take over the polling
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            lock.lock();
+            try {
+                if (broken == null && arrived.isEmpty()) {
+                    changed.awaitNanos(Math.min(left, setup.config.busyPoll ? 100_000 : SLICE_NANOS));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new ChannelException(name + ": interrupted while waiting");
+            } finally {
+                lock.unlock();
+            }
+        }
+        return true;
+    }
+
+    /** One completion of {@link #batch}; under lock. */
+    private void completed(int i) {
+        long id = batch.wrId(i);
+        WcStatus status = batch.status(i);
+        boolean receive = (id & RECEIVE_ID) != 0;
+        if (status != WcStatus.SUCCESS) {
+            if (status == WcStatus.WR_FLUSH_ERR) {
+                breakWith(name + ": the connection to " + hostPortOrUnknown() + " is closed (the peer closed it, or is gone)");
+            } else {
+                breakWith(name + ": a " + (receive ? "receive" : "send") + " failed with " + status + " ("
+                        + status.description() + ")" + (status == WcStatus.RETRY_EXC_ERR ? ": the peer "
+                        + hostPortOrUnknown() + " does not answer (gone, or the path to it is down)" : ""));
+            }
+            return;
+        }
+        if (!receive) {
+            freeSlots.add((int) id);
+            maybeSendCredits();
+            return;
+        }
+        int slot = (int) (id & 0xFFFF_FFFFL);
+        MemorySegment ring = setup.receiveRing.segment();
+        long base = (long) slot * slotBytes;
+        int length = ring.get(ValueLayout.JAVA_INT_UNALIGNED, base);
+        int grant = ring.get(ValueLayout.JAVA_INT_UNALIGNED, base + 4);
+        if (grant - peerPosted > 0) {
+            peerPosted = grant;
+        }
+        if (length == CREDITS_ONLY) {
+            repost(slot);
+            return;
+        }
+        if (length < 0 || length > setup.config.messageSize || batch.byteLength(i) != HEADER + length) {
+            breakWith(name + ": a message from " + hostPortOrUnknown() + " says " + length + " bytes and carries "
+                    + (batch.byteLength(i) - HEADER) + ": the peer is not speaking this channel's protocol");
+            return;
+        }
+        received++;
+        arrived.add(new Received(slot, ring.asSlice(base + HEADER, length).asReadOnly()));
+    }
+
+    private String hostPortOrUnknown() {
+        try {
+            InetSocketAddress a = connection.peerAddress();
+            return a == null ? "the peer" : hostPort(a);
+        } catch (RuntimeException e) {
+            return "the peer";
+        }
+    }
+
+    private void breakWith(String message) {
+        if (broken == null) {
+            broken = new ChannelException(message);
+        }
+        changed.signalAll();
+    }
+
+    private void repost(int slot) {
+        if (broken == null) {
+            try {
+                connection.queuePair().postReceive(receives[slot]);
+            } catch (RuntimeException e) {
+                breakWith(name + ": cannot post a receive: " + e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * The credits alone, in a message of their own, when a send slot is free and the peer has not
+     * heard of receives posted since: once half the ring (rounded up) was released, or at once when
+     * the peer has used every credit it was told of (it may be waiting). Such a message uses one of
+     * the peer's {@link #RESERVE} receives: at most two can be unread, because the messages the
+     * peer has not read are the last ones (it reads in order), a message of the second kind is sent
+     * only after the peer used credits told after the one before (so read it), and the credits of
+     * the unread ones add up to at most the ring, which three messages, two of them of half a ring
+     * or more, would exceed.
+     */
+    private void maybeSendCredits() {
+        int fresh = posted - told;
+        if (fresh > 0 && (fresh >= (slots + 1) / 2 || told - received <= 0) && !freeSlots.isEmpty() && broken == null) {
+            post(freeSlots.poll(), CREDITS_ONLY);
+        }
+    }
+
+    /** Posts slot {@code slot} with {@code length} (or {@link #CREDITS_ONLY}); under lock. */
+    private void post(int slot, int length) {
+        MemorySegment ring = setup.sendRing.segment();
+        long base = (long) slot * slotBytes;
+        ring.set(ValueLayout.JAVA_INT_UNALIGNED, base, length);
+        ring.set(ValueLayout.JAVA_INT_UNALIGNED, base + 4, posted);
+        told = posted;
+        try {
+            connection.queuePair().postSend(sends[slot].sge(setup.sendRing, base, HEADER + Math.max(0, length)));
+        } catch (RuntimeException e) {
+            breakWith(name + ": cannot post a send: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Closes the channel: the calls waiting on it throw {@link ChannelException}, the peer's see the
+     * channel closed; disconnects and frees the rings, the queue pair and the queue.
+     *
+     * @throws IllegalStateException if something could not be closed (carrying each failure)
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (broken != null && broken.getMessage().equals(name + " is closed")) {
+                return;
+            }
+            broken = new ChannelException(name + " is closed");
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        IllegalStateException failure = new IllegalStateException("closing " + name);
+        try {
+            connection.close();
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+        setup.closeQueue(failure);
+        if (failure.getSuppressed().length > 0) {
+            throw failure;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+
+    /** A claimed slot of the send ring, with a credit: fill {@link #segment()}, then {@link #commit}. */
+    public final class Outgoing implements AutoCloseable {
+        private final int slot;
+        private boolean done;
+
+        private Outgoing(int slot) {
+            this.slot = slot;
+        }
+
+        /** {@return the slot's registered memory, {@link #maxMessageSize()} bytes} */
+        public MemorySegment segment() {
+            return setup.sendRing.segment().asSlice((long) slot * slotBytes + HEADER, maxMessage);
+        }
+
+        /**
+         * Sends the first {@code length} bytes of {@link #segment()}.
+         *
+         * @param length the message's size, 0 to {@link #maxMessageSize()}
+         * @throws IllegalArgumentException if {@code length} is out of range
+         * @throws IllegalStateException    if committed or closed already
+         * @throws ChannelException         if the channel is closed or broken
+         */
+        public void commit(int length) {
+            if (length < 0 || length > maxMessage) {
+                throw length < 0 ? new IllegalArgumentException("negative length " + length) : tooLarge(length);
+            }
+            lock.lock();
+            try {
+                if (done) {
+                    throw new IllegalStateException("this slot was committed or closed already");
+                }
+                done = true;
+                check();
+                post(slot, length);
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Gives the slot and its credit back unless it was committed. */
+        @Override
+        public void close() {
+            lock.lock();
+            try {
+                if (!done) {
+                    done = true;
+                    claimed--;
+                    freeSlots.add(slot);
+                    changed.signalAll();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** A message received: a read-only view of the receive ring, valid until {@link #close()}. */
+    public final class Received implements AutoCloseable {
+        private final int slot;
+        private final MemorySegment data;
+        private boolean released;
+
+        private Received(int slot, MemorySegment data) {
+            this.slot = slot;
+            this.data = data;
+        }
+
+        /** {@return the message's bytes (read-only; do not keep it past {@link #close()})} */
+        public MemorySegment segment() {
+            return data;
+        }
+
+        /** {@return the message's size in bytes} */
+        public int length() {
+            return (int) data.byteSize();
+        }
+
+        /** Releases the slot: its receive is posted again, which is the peer's credit. Once; later calls do nothing. */
+        @Override
+        public void close() {
+            lock.lock();
+            try {
+                if (released) {
+                    return;
+                }
+                released = true;
+                if (broken == null) {
+                    repost(slot);
+                    posted++;
+                    maybeSendCredits();
+                }
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+}

@@ -18,6 +18,8 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Condition;
@@ -68,13 +70,17 @@ public final class MessageChannel implements AutoCloseable {
     private static final int MAGIC = 0x50564d43; // "PVMC"
     private static final int VERSION = 1;
     private static final long RECEIVE_ID = 1L << 32;
+    /** The ids of one-sided operations ({@link RemoteMemory}): this bit and the operation's slot. */
+    private static final long ONE_SIDED_ID = 1L << 33;
     private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     /** The channel's sizes and how it waits. Mutable and not thread-safe. */
     public static final class Config {
         int messageSize = 4096;
         int slots = 16;
+        int remoteOps = 8;
         boolean busyPoll;
+        java.util.function.Function<Context, io.github.panamaverbs.verbs.ProtectionDomain> protectionDomain;
 
         /** Defaults: 16 slots of 4096 bytes each way, waiting on completion events. */
         public Config() {
@@ -111,6 +117,34 @@ public final class MessageChannel implements AutoCloseable {
         }
 
         /**
+         * How many one-sided operations ({@link RemoteMemory}) may be in flight at once; more wait.
+         *
+         * @param n 1 to 256
+         * @return this config
+         * @throws IllegalArgumentException if out of range
+         */
+        public Config remoteOperations(int n) {
+            if (n < 1 || n > 256) {
+                throw new IllegalArgumentException("remote operations must be in [1, 256], not " + n);
+            }
+            this.remoteOps = n;
+            return this;
+        }
+
+        /**
+         * The caller's protection domain for the channel's connection and rings, given the device
+         * context (see {@link Connection.Config#protectionDomain}): memory the application registers
+         * in it once, e.g. a table it exports with {@link RegionToken}, serves every channel.
+         *
+         * @param pd gives the protection domain for a context; the channel does not close it
+         * @return this config
+         */
+        public Config protectionDomain(java.util.function.Function<Context, io.github.panamaverbs.verbs.ProtectionDomain> pd) {
+            this.protectionDomain = Objects.requireNonNull(pd, "pd");
+            return this;
+        }
+
+        /**
          * Whether waiting threads spin on the completion queue (lowest latency, a CPU each) instead
          * of waiting for completion events.
          *
@@ -131,6 +165,13 @@ public final class MessageChannel implements AutoCloseable {
     private final String name;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
+    /**
+     * Admit at most a ring's worth of senders, and one receiver, to the wait for credit or a message
+     * at a time; the others park here in order (fair), woken one by one, so that thousands of
+     * threads sending on one channel are not all woken at each completion.
+     */
+    private final Semaphore claimers;
+    private final Semaphore receivers = new Semaphore(1, true);
     /** Held by the one thread that polls or waits on the completion queue. */
     private final AtomicBoolean poller = new AtomicBoolean();
     private final WorkCompletions batch = new WorkCompletions(32);
@@ -149,6 +190,11 @@ public final class MessageChannel implements AutoCloseable {
     /** Data messages received in total: the peer has used that many of the credits it was told of. */
     private int received;
     private ChannelException broken;
+    private final ArrayDeque<Integer> freeOps = new ArrayDeque<>();
+    private final SendRequest[] ops;
+    private final boolean[] opDone;
+    private final WcStatus[] opStatus;
+    private final boolean atomics;
 
     /** What the connection's hook makes: the rings, the queue and its completion channel. */
     private static final class Setup {
@@ -158,6 +204,8 @@ public final class MessageChannel implements AutoCloseable {
         CompletionQueue cq;
         MemoryRegion sendRing;
         MemoryRegion receiveRing;
+        /** Eight bytes per one-sided operation slot: where an atomic's old value lands. */
+        MemoryRegion scratch;
         ReceiveRequest[] receives;
 
         Setup(Config config) {
@@ -167,11 +215,16 @@ public final class MessageChannel implements AutoCloseable {
 
         Connection.Config connectionConfig() {
             int slots = config.slots;
-            return new Connection.Config().maxSendWr(slots).maxRecvWr(slots + RESERVE)
+            Connection.Config connection = new Connection.Config();
+            if (config.protectionDomain != null) {
+                connection.protectionDomain(config.protectionDomain);
+            }
+            return connection.maxSendWr(slots + config.remoteOps).maxRecvWr(slots + RESERVE)
                     .completionQueue(this::queue)
                     .beforeConnect(c -> {
                         sendRing = c.own(c.protectionDomain().allocateAndRegister((long) slots * slotBytes));
                         receiveRing = c.own(c.protectionDomain().allocateAndRegister((long) (slots + RESERVE) * slotBytes));
+                        scratch = c.own(c.protectionDomain().allocateAndRegister(8L * config.remoteOps));
                         receives = new ReceiveRequest[slots + RESERVE];
                         for (int i = 0; i < receives.length; i++) {
                             receives[i] = new ReceiveRequest(1).id(RECEIVE_ID | i).sge(receiveRing, (long) i * slotBytes, slotBytes);
@@ -186,8 +239,8 @@ public final class MessageChannel implements AutoCloseable {
             if (cq == null) {
                 CompletionChannel ch = config.busyPoll ? null : ctx.createCompletionChannel();
                 try {
-                    cq = ch == null ? ctx.createCompletionQueue(2 * config.slots + RESERVE)
-                            : ctx.createCompletionQueue(2 * config.slots + RESERVE, ch, 0);
+                    int entries = 2 * config.slots + RESERVE + config.remoteOps;
+                    cq = ch == null ? ctx.createCompletionQueue(entries) : ctx.createCompletionQueue(entries, ch, 0);
                 } catch (RuntimeException | Error e) {
                     if (ch != null) {
                         ch.close();
@@ -275,6 +328,7 @@ public final class MessageChannel implements AutoCloseable {
         this.connection = connection;
         this.setup = setup;
         this.slots = setup.config.slots;
+        this.claimers = new Semaphore(slots, true);
         this.slotBytes = setup.slotBytes;
         this.receives = setup.receives;
         this.name = "MessageChannel[" + route(connection) + "]";
@@ -296,6 +350,15 @@ public final class MessageChannel implements AutoCloseable {
             sends[i] = new SendRequest(1).id(i).opcode(SendOpcode.SEND).signaled(true);
             freeSlots.add(i);
         }
+        int remoteOps = setup.config.remoteOps;
+        this.ops = new SendRequest[remoteOps];
+        this.opDone = new boolean[remoteOps];
+        this.opStatus = new WcStatus[remoteOps];
+        for (int i = 0; i < remoteOps; i++) {
+            ops[i] = new SendRequest(1).id(ONE_SIDED_ID | i).signaled(true);
+            freeOps.add(i);
+        }
+        this.atomics = connection.id().context().queryDevice().atomicCap() != 0;
     }
 
     private static String route(Connection c) {
@@ -357,6 +420,37 @@ public final class MessageChannel implements AutoCloseable {
      */
     public Outgoing claim(Duration timeout) {
         long deadline = deadline(timeout);
+        if (!admit(claimers, deadline)) {
+            return null;
+        }
+        try {
+            return claimWithin(deadline);
+        } finally {
+            claimers.release();
+        }
+    }
+
+    /**
+     * Waits at most until {@code deadline} for a permit of {@code gate}, parked without waking in
+     * between (thousands of threads may wait here); the channel's end releases every waiter
+     * ({@link #wakeAll}), which then finds it broken.
+     */
+    private boolean admit(Semaphore gate, long deadline) {
+        lock.lock();
+        try {
+            check();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            return gate.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ChannelException(name + ": interrupted while waiting");
+        }
+    }
+
+    private Outgoing claimWithin(long deadline) {
         while (true) {
             lock.lock();
             try {
@@ -384,6 +478,26 @@ public final class MessageChannel implements AutoCloseable {
      */
     public Received receive(Duration timeout) {
         long deadline = deadline(timeout);
+        lock.lock();
+        try {
+            Received r = arrived.poll();
+            if (r != null) {
+                return r;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!admit(receivers, deadline)) {
+            return null;
+        }
+        try {
+            return receiveWithin(deadline);
+        } finally {
+            receivers.release();
+        }
+    }
+
+    private Received receiveWithin(long deadline) {
         while (true) {
             lock.lock();
             try {
@@ -478,6 +592,18 @@ public final class MessageChannel implements AutoCloseable {
     private void completed(int i) {
         long id = batch.wrId(i);
         WcStatus status = batch.status(i);
+        if ((id & ONE_SIDED_ID) != 0) {
+            int op = (int) (id & 0xFFFF);
+            opStatus[op] = status;
+            opDone[op] = true;
+            if (status != WcStatus.SUCCESS && status != WcStatus.WR_FLUSH_ERR) {
+                breakWith(name + ": " + describe(ops[op]) + " failed with " + status + " (" + status.description() + ")"
+                        + (status == WcStatus.REM_ACCESS_ERR || status == WcStatus.REM_INV_REQ_ERR
+                        ? ": the peer " + hostPortOrUnknown() + " refused the access (its region was deregistered, as a peer "
+                        + "that closes or dies deregisters its memory, or the token is stale)" : ""));
+            }
+            return;
+        }
         boolean receive = (id & RECEIVE_ID) != 0;
         if (status != WcStatus.SUCCESS) {
             if (status == WcStatus.WR_FLUSH_ERR) {
@@ -527,8 +653,15 @@ public final class MessageChannel implements AutoCloseable {
     private void breakWith(String message) {
         if (broken == null) {
             broken = new ChannelException(message);
+            wakeAll();
         }
         changed.signalAll();
+    }
+
+    /** Once, when the channel ends: lets every thread parked at the gates in, to find it broken. */
+    private void wakeAll() {
+        claimers.release(1 << 24);
+        receivers.release(1 << 24);
     }
 
     private void repost(int slot) {
@@ -573,6 +706,254 @@ public final class MessageChannel implements AutoCloseable {
     }
 
     /**
+     * The peer's memory that {@code token} exports (sent by the peer, e.g. over this channel): read,
+     * write, compare-and-swap and fetch-and-add through this channel's queue pair, each access
+     * checked against the token in Java before it is posted.
+     *
+     * @param token what the peer exported
+     * @return the view
+     */
+    public RemoteMemory remote(RegionToken token) {
+        return new RemoteMemory(Objects.requireNonNull(token, "token"));
+    }
+
+    private static String describe(SendRequest r) {
+        return "an " + r.opcode();
+    }
+
+    /**
+     * Posts the one-sided operation that {@code fill} writes into a free operation slot's request, and
+     * waits for its completion (bounded by the queue pair's timeout: a peer that is gone fails it).
+     * Returns the slot, still taken (its scratch word holds an atomic's result): give it back with
+     * {@link #releaseOp}.
+     */
+    private int oneSided(java.util.function.Consumer<SendRequest> fill, int[] slotOut) {
+        long forever = Long.MAX_VALUE / 2;
+        int op;
+        while (true) {
+            lock.lock();
+            try {
+                check();
+                Integer free = freeOps.poll();
+                if (free != null) {
+                    op = free;
+                    opDone[op] = false;
+                    opStatus[op] = null;
+                    try {
+                        fill.accept(ops[op]); // the local range is checked here
+                        connection.queuePair().postSend(ops[op]);
+                    } catch (RuntimeException e) {
+                        freeOps.add(op);
+                        throw e;
+                    }
+                    break;
+                }
+            } finally {
+                lock.unlock();
+            }
+            progress(System.nanoTime() + forever);
+        }
+        slotOut[0] = op;
+        while (true) {
+            lock.lock();
+            try {
+                if (opDone[op]) {
+                    WcStatus status = opStatus[op];
+                    if (status != WcStatus.SUCCESS) {
+                        freeOps.add(op);
+                        changed.signalAll();
+                        check();
+                        throw new ChannelException(name + ": " + describe(ops[op]) + " failed with " + status);
+                    }
+                    return op;
+                }
+            } finally {
+                lock.unlock();
+            }
+            progress(System.nanoTime() + forever);
+        }
+    }
+
+    private void releaseOp(int op) {
+        lock.lock();
+        try {
+            freeOps.add(op);
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The memory a peer exported with a {@link RegionToken}, reached through this channel. Every
+     * access is checked against the token (range, rights, alignment) before anything is posted, and
+     * blocks its thread (a virtual thread parks) until the operation completed; the {@code Async}
+     * forms run it in a virtual thread of their own. A failed operation (the peer gone, its region
+     * deregistered) breaks the channel: it throws {@link ChannelException} naming the peer.
+     */
+    public final class RemoteMemory {
+        private final RegionToken token;
+
+        private RemoteMemory(RegionToken token) {
+            this.token = token;
+        }
+
+        /** {@return the token} */
+        public RegionToken token() {
+            return token;
+        }
+
+        private long at(long offset, long length, RegionToken.Right right) {
+            if (!token.rights().contains(right)) {
+                throw new IllegalArgumentException("the token grants " + token.rights() + ", not " + right + " (" + token + ")");
+            }
+            if (offset < 0 || length < 0 || offset > token.length() - length) {
+                throw new IndexOutOfBoundsException("bytes [" + offset + ", " + offset + " + " + length + ") are outside the "
+                        + token.length() + " bytes the token exports");
+            }
+            return token.address() + offset;
+        }
+
+        /**
+         * RDMA READ: {@code length} bytes at {@code offset} of the remote range into {@code local}.
+         *
+         * @param offset      where to read in the exported range
+         * @param local       registered memory of this channel's protection domain
+         *                    ({@link MessageChannel#connection()}'s) that receives the bytes
+         * @param localOffset where they go in {@code local}
+         * @param length      how many bytes
+         * @throws IllegalArgumentException  if the token does not grant {@link RegionToken.Right#READ}
+         * @throws IndexOutOfBoundsException if a range is outside the token's or {@code local}
+         * @throws ChannelException          if the channel is closed or the read failed
+         */
+        public void read(long offset, MemoryRegion local, long localOffset, int length) {
+            long remote = at(offset, length, RegionToken.Right.READ);
+            int[] op = new int[1];
+            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_READ).sge(local, localOffset, length).rdma(remote, token.rkey()), op));
+        }
+
+        /**
+         * RDMA WRITE: {@code length} bytes of {@code local} to {@code offset} of the remote range.
+         *
+         * @param offset      where to write in the exported range
+         * @param local       registered memory of this channel's protection domain holding the bytes
+         * @param localOffset where they start in {@code local}
+         * @param length      how many bytes
+         * @throws IllegalArgumentException  if the token does not grant {@link RegionToken.Right#WRITE}
+         * @throws IndexOutOfBoundsException if a range is outside the token's or {@code local}
+         * @throws ChannelException          if the channel is closed or the write failed
+         */
+        public void write(long offset, MemoryRegion local, long localOffset, int length) {
+            long remote = at(offset, length, RegionToken.Right.WRITE);
+            int[] op = new int[1];
+            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_WRITE).sge(local, localOffset, length).rdma(remote, token.rkey()), op));
+        }
+
+        /**
+         * Atomic compare-and-swap of the 8-byte word at {@code offset}.
+         *
+         * @param offset where the word is in the exported range, a multiple of 8 from the region's address
+         * @param expect the value it must hold
+         * @param swap   what it becomes if it does
+         * @return the value it held (equal to {@code expect} if swapped)
+         * @throws IllegalArgumentException      if the token does not grant {@link RegionToken.Right#ATOMIC},
+         *                                       or the word is not 8-byte aligned
+         * @throws IndexOutOfBoundsException     if the word is outside the token's range
+         * @throws UnsupportedOperationException if the device has no atomics (SoftiWARP: iWARP has none)
+         * @throws ChannelException              if the channel is closed or the operation failed
+         */
+        public long compareAndSwap(long offset, long expect, long swap) {
+            return atomic(offset, SendOpcode.ATOMIC_CMP_AND_SWP, expect, swap);
+        }
+
+        /**
+         * Atomic fetch-and-add of the 8-byte word at {@code offset}.
+         *
+         * @param offset where the word is in the exported range, 8-byte aligned
+         * @param add    what to add
+         * @return the value it held before
+         * @throws IllegalArgumentException      as {@link #compareAndSwap}
+         * @throws IndexOutOfBoundsException     as {@link #compareAndSwap}
+         * @throws UnsupportedOperationException as {@link #compareAndSwap}
+         * @throws ChannelException              as {@link #compareAndSwap}
+         */
+        public long fetchAndAdd(long offset, long add) {
+            return atomic(offset, SendOpcode.ATOMIC_FETCH_AND_ADD, add, 0);
+        }
+
+        private long atomic(long offset, SendOpcode opcode, long compareAdd, long swap) {
+            long remote = at(offset, 8, RegionToken.Right.ATOMIC);
+            if ((remote & 7) != 0) {
+                throw new IllegalArgumentException("an atomic needs an 8-byte aligned word; remote address 0x"
+                        + Long.toHexString(remote) + " (offset " + offset + ") is not");
+            }
+            if (!atomics) {
+                throw new UnsupportedOperationException(connection.id().context().device().name()
+                        + " has no atomic operations (atomic_cap is none; iWARP defines none)");
+            }
+            MemoryRegion scratch = setup.scratch;
+            int[] taken = new int[1];
+            int op = oneSided(r -> r.opcode(opcode).sge(scratch, 8L * slot(r), 8).atomic(remote, token.rkey(), compareAdd, swap), taken);
+            try {
+                return scratch.segment().get(ValueLayout.JAVA_LONG, 8L * op);
+            } finally {
+                releaseOp(op);
+            }
+        }
+
+        /** The operation slot of request {@code r}, from its id. */
+        private int slot(SendRequest r) {
+            return (int) (r.id() & 0xFFFF);
+        }
+
+        /**
+         * {@link #read} in a virtual thread of its own.
+         *
+         * @param offset      where to read
+         * @param local       where the bytes go
+         * @param localOffset where in {@code local}
+         * @param length      how many bytes
+         * @return completed when the bytes are in {@code local}
+         */
+        public CompletableFuture<Void> readAsync(long offset, MemoryRegion local, long localOffset, int length) {
+            at(offset, length, RegionToken.Right.READ);
+            return async(() -> {
+                read(offset, local, localOffset, length);
+                return null;
+            });
+        }
+
+        /**
+         * {@link #fetchAndAdd} in a virtual thread of its own.
+         *
+         * @param offset where the word is
+         * @param add    what to add
+         * @return the value the word held before
+         */
+        public CompletableFuture<Long> fetchAndAddAsync(long offset, long add) {
+            at(offset, 8, RegionToken.Right.ATOMIC);
+            return async(() -> fetchAndAdd(offset, add));
+        }
+
+        private <T> CompletableFuture<T> async(java.util.function.Supplier<T> op) {
+            CompletableFuture<T> f = new CompletableFuture<>();
+            Thread.ofVirtual().start(() -> {
+                try {
+                    f.complete(op.get());
+                } catch (RuntimeException | Error e) {
+                    f.completeExceptionally(e);
+                }
+            });
+            return f;
+        }
+
+        @Override
+        public String toString() {
+            return "RemoteMemory[" + token + " through " + name + "]";
+        }
+    }
+
+    /**
      * Closes the channel: the calls waiting on it throw {@link ChannelException}, the peer's see the
      * channel closed; disconnects and frees the rings, the queue pair and the queue.
      *
@@ -585,7 +966,11 @@ public final class MessageChannel implements AutoCloseable {
             if (broken != null && broken.getMessage().equals(name + " is closed")) {
                 return;
             }
+            boolean first = broken == null;
             broken = new ChannelException(name + " is closed");
+            if (first) {
+                wakeAll();
+            }
             changed.signalAll();
         } finally {
             lock.unlock();

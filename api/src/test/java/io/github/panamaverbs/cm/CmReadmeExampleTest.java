@@ -11,7 +11,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 
-/** Keeps the README's rdma_cm example compiling and verbatim; CmIT runs it on rxe and siw. */
+/** Keeps the rdma_cm example of docs/features.md compiling and verbatim; CmIT runs it on rxe and siw. */
 public class CmReadmeExampleTest {
     // (built so that no line of this file but the markers themselves holds a snippet tag)
     private static final String BEGIN = "/".repeat(2) + " @start region=\"cm\"";
@@ -52,7 +52,7 @@ public class CmReadmeExampleTest {
     }
 
     @Test
-    void readmeContainsTheExampleVerbatim() throws Exception {
-        ReadmeExampleTest.assertInReadme(CmReadmeExampleTest.class, BEGIN, END);
+    void theFeaturesPageContainsTheExampleVerbatim() throws Exception {
+        ReadmeExampleTest.assertInDocument("docs/features.md", CmReadmeExampleTest.class, BEGIN, END);
     }
 }

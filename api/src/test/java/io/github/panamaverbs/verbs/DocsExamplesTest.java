@@ -3,6 +3,7 @@ package io.github.panamaverbs.verbs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.panamaverbs.channel.RpcReadmeExampleTest;
 import io.github.panamaverbs.cm.CmReadmeExampleTest;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -17,7 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Every Java code block of README.md and docs/*.md is one of the examples that a test compiles
- * ({@link ReadmeExampleTest}, {@link CmReadmeExampleTest}, {@link JfrExampleTest},
+ * ({@link ReadmeExampleTest}, {@link CmReadmeExampleTest}, {@link RpcReadmeExampleTest}, {@link JfrExampleTest},
  * {@link VirtualThreadExampleTest}, {@link ConfinedIT}), verbatim: no block in the documentation is an unchecked copy.
  * The README stays short: at most 10 KB, its first example within its first 120 lines.
  */
@@ -29,7 +30,8 @@ class DocsExamplesTest {
                 ReadmeExampleTest.example(CmReadmeExampleTest.class, "// @start region=\"cm\"", "// @end region=\"cm\""),
                 ReadmeExampleTest.example(JfrExampleTest.class, "// README-JFR-EXAMPLE-BEGIN", "// README-JFR-EXAMPLE-END"),
                 ReadmeExampleTest.example(VirtualThreadExampleTest.class, "// README-VT-EXAMPLE-BEGIN", "// README-VT-EXAMPLE-END"),
-                ReadmeExampleTest.example(ConfinedIT.class, "// FEATURES-CONFINED-EXAMPLE-BEGIN", "// FEATURES-CONFINED-EXAMPLE-END"));
+                ReadmeExampleTest.example(ConfinedIT.class, "// FEATURES-CONFINED-EXAMPLE-BEGIN", "// FEATURES-CONFINED-EXAMPLE-END"),
+                ReadmeExampleTest.example(RpcReadmeExampleTest.class, "// @start region=\"rpc\"", "// @end region=\"rpc\""));
     }
 
     private static List<Path> documents() throws IOException {

@@ -1,5 +1,7 @@
 package io.github.panamaverbs.samples;
 
+import io.github.panamaverbs.samples.apps.KeyValue;
+import io.github.panamaverbs.samples.apps.RpcPing;
 import io.github.panamaverbs.samples.common.Options;
 import io.github.panamaverbs.samples.common.SampleException;
 import io.github.panamaverbs.samples.doctor.Doctor;
@@ -12,7 +14,7 @@ import io.github.panamaverbs.samples.perftest.Latency;
 import io.github.panamaverbs.samples.rdmacm.Mckey;
 import io.github.panamaverbs.samples.rdmacm.RdmaExamples;
 import io.github.panamaverbs.samples.rdmacm.Rping;
-import io.github.panamaverbs.verbs.VerbsException;
+import io.github.panamaverbs.verbs.RdmaException;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -22,8 +24,9 @@ import java.util.Map;
  * The launcher behind {@code samples/run TOOL [ARGS]}: the tool's name to its class. The tools live in
  * packages named after where their C originals live: {@code ibverbs} (rdma-core's
  * {@code libibverbs/examples}), {@code rdmacm} ({@code librdmacm/examples}, packaged as rdmacm-utils),
- * {@code perftest} (linux-rdma's perftest) and {@code doctor} (this project's own); {@code common}
- * holds what they share.
+ * {@code perftest} (linux-rdma's perftest), {@code apps} (applications on the channel layer: a
+ * key-value service, an RPC ping) and {@code doctor} (this project's own); {@code common} holds what
+ * they share.
  */
 public final class Main {
     /** A tool: runs with its arguments, prints on {@code out}, returns the exit status. */
@@ -54,6 +57,9 @@ public final class Main {
         TOOLS.put("rdma-client", new Entry(RdmaExamples::client, "RDMA CM example client: 16 bytes each way (rdmacm-utils' rdma_client)"));
         TOOLS.put("mckey", new Entry(Mckey::main, "multicast join, send and receive (rdmacm-utils' mckey)"));
         TOOLS.put("asyncwatch", new Entry(AsyncWatch::main, "print the device's async events (ibv_asyncwatch)"));
+        TOOLS.put("kv-server", new Entry(KeyValue::server, "key-value server on the channel layer: PUT by RPC, GET by RDMA READ"));
+        TOOLS.put("kv-client", new Entry(KeyValue::client, "key-value client: kv-client SERVER put KEY VALUE get KEY ..."));
+        TOOLS.put("rpc-ping", new Entry(RpcPing::main, "RPC round trips on the channel layer (server, or --client)"));
         TOOLS.put("doctor", new Entry(Doctor::main, "check what RDMA needs on this host, with the command that fixes each problem"));
     }
 
@@ -86,7 +92,7 @@ public final class Main {
         } catch (Options.UsageException e) {
             out.flush();
             err.println(name + ": " + e.getMessage() + "\nTry 'samples/run " + name + " --help'.");
-        } catch (SampleException | VerbsException e) {
+        } catch (SampleException | RdmaException e) {
             out.flush();
             err.println(name + ": " + e.getMessage());
         } catch (IllegalArgumentException | IllegalStateException e) {

@@ -1,0 +1,162 @@
+package io.github.panamaverbs.channel;
+
+import static io.github.panamaverbs.cm.CmIT.ip;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * {@link RpcServer} and {@link RpcClient} on Soft-RoCE and SoftiWARP: replies checked byte for byte
+ * (0 and 1 byte, a full payload), the handler's failure carried to the caller, a call that times out
+ * while later ones succeed, 10,000 virtual threads calling on one client at once, and a server that
+ * goes failing every pending call with the peer named.
+ */
+class RpcIT {
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    private static final AtomicInteger PORT = new AtomicInteger(30_000 + new Random().nextInt(10_000));
+
+    /** The test's handler: replies the request reversed; "fail..." throws; "slow" answers after 1.5 s. */
+    private static int reverse(MemorySegment request, MemorySegment response) throws Exception {
+        int n = (int) request.byteSize();
+        String text = n <= 16 ? new String(request.toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8) : "";
+        if (text.startsWith("fail")) {
+            throw new IllegalArgumentException("no such key: " + text);
+        }
+        if (text.equals("slow")) {
+            Thread.sleep(1500);
+        }
+        for (int i = 0; i < n; i++) {
+            response.set(ValueLayout.JAVA_BYTE, i, request.get(ValueLayout.JAVA_BYTE, n - 1 - i));
+        }
+        return n;
+    }
+
+    private static MemorySegment bytes(String s) {
+        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String text(RpcClient.Response r) {
+        try (r) {
+            return new String(r.segment().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void callsAreAnsweredAndFailuresCarried(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        MessageChannel.Config config = new MessageChannel.Config().messageSize(1024).slots(8);
+        try (RpcServer server = RpcServer.start(address, config, RpcIT::reverse);
+             RpcClient client = RpcClient.connect(address, config, TIMEOUT);
+             Arena arena = Arena.ofConfined()) {
+            assertEquals(1024 - 12, client.maxPayloadSize());
+            assertEquals("olleh", text(client.call(bytes("hello"), TIMEOUT)));
+            assertEquals("", text(client.call(MemorySegment.ofArray(new byte[0]), TIMEOUT)));
+            assertEquals("x", text(client.call(bytes("x"), TIMEOUT)));
+            MemorySegment full = arena.allocate(client.maxPayloadSize());
+            for (int i = 0; i < full.byteSize(); i++) {
+                full.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
+            }
+            try (RpcClient.Response r = client.call(full, TIMEOUT)) {
+                assertEquals(full.byteSize(), r.length());
+                for (int i = 0; i < full.byteSize(); i++) {
+                    assertEquals((byte) ((full.byteSize() - 1 - i) * 13), r.segment().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+                }
+            }
+            assertThrows(IllegalArgumentException.class, () -> client.call(arena.allocate(client.maxPayloadSize() + 1), TIMEOUT));
+            RpcException failed = assertThrows(RpcException.class, () -> client.call(bytes("fail k1"), TIMEOUT));
+            assertEquals(RpcException.Kind.REMOTE, failed.kind());
+            assertTrue(failed.getMessage().contains("IllegalArgumentException: no such key: fail k1"), failed.getMessage());
+            // a call that times out; its late reply is dropped, and the calls after it are answered
+            RpcException late = assertThrows(RpcException.class, () -> client.call(bytes("slow"), Duration.ofMillis(300)));
+            assertEquals(RpcException.Kind.TIMEOUT, late.kind());
+            assertEquals("wols", text(client.call(bytes("slow"), TIMEOUT)));
+            // the async form
+            CompletableFuture<String> async = client.callAsync(bytes("async"), TIMEOUT).thenApply(RpcIT::text);
+            assertEquals("cnysa", async.get(30, TimeUnit.SECONDS));
+            CompletionException e = assertThrows(CompletionException.class, () -> client.callAsync(bytes("fail"), TIMEOUT).join());
+            assertTrue(e.getCause() instanceof RpcException r && r.kind() == RpcException.Kind.REMOTE, String.valueOf(e.getCause()));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void theReadmeExampleRuns(String provider) throws Exception {
+        assertEquals("HELLO, RPC", RpcReadmeExampleTest.call(new InetSocketAddress(ip(provider), PORT.incrementAndGet())));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void tenThousandVirtualThreadsCallOnOneClient(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        MessageChannel.Config config = new MessageChannel.Config().messageSize(64).slots(64);
+        int callers = 10_000;
+        try (RpcServer server = RpcServer.start(address, config, RpcIT::reverse);
+             RpcClient client = RpcClient.connect(address, config, TIMEOUT);
+             ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<?>> calls = new ArrayList<>();
+            for (int t = 0; t < callers; t++) {
+                String request = "call " + t;
+                calls.add(pool.submit(() -> {
+                    assertEquals(new StringBuilder(request).reverse().toString(), text(client.call(bytes(request), Duration.ofMinutes(5))));
+                    return null;
+                }));
+            }
+            for (Future<?> f : calls) {
+                f.get(5, TimeUnit.MINUTES);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aServerThatGoesFailsEveryPendingCall(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        MessageChannel.Config config = new MessageChannel.Config().messageSize(64).slots(8);
+        RpcServer server = RpcServer.start(address, config, RpcIT::reverse);
+        try (RpcClient client = RpcClient.connect(address, config, TIMEOUT)) {
+            List<CompletableFuture<RpcClient.Response>> pending = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                pending.add(client.callAsync(bytes("slow"), TIMEOUT)); // the server answers them one by one, 1.5 s each
+            }
+            Thread.sleep(500);
+            long closedAt = System.nanoTime();
+            server.close();
+            int failed = 0;
+            for (CompletableFuture<RpcClient.Response> f : pending) {
+                try {
+                    text(f.get(30, TimeUnit.SECONDS));
+                } catch (java.util.concurrent.ExecutionException e) {
+                    RpcException r = (RpcException) e.getCause();
+                    assertEquals(RpcException.Kind.CLOSED, r.kind(), r.getMessage());
+                    assertTrue(r.getMessage().contains("the connection to " + address.getAddress().getHostAddress() + ":" + address.getPort()),
+                            r.getMessage());
+                    failed++;
+                }
+            }
+            assertTrue(failed >= 2, failed + " of 4 pending calls failed"); // the first may be answered before the close
+            assertTrue(System.nanoTime() - closedAt < TimeUnit.SECONDS.toNanos(20));
+            RpcException after = assertThrows(RpcException.class, () -> client.call(bytes("x"), TIMEOUT));
+            assertEquals(RpcException.Kind.CLOSED, after.kind());
+        }
+    }
+}

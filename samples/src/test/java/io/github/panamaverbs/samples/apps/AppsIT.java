@@ -1,0 +1,75 @@
+package io.github.panamaverbs.samples.apps;
+
+import static io.github.panamaverbs.samples.CmTools.awaitListening;
+import static io.github.panamaverbs.samples.CmTools.ip;
+import static io.github.panamaverbs.samples.SampleRuns.otherCpu;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.panamaverbs.samples.CmTools.Proc;
+import io.github.panamaverbs.samples.SampleRuns.Run;
+import io.github.panamaverbs.verbs.testing.RequiresRdma;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The channel layer's applications as users run them, each side a process of its own
+ * ({@code samples/run}), on Soft-RoCE and SoftiWARP: {@code kv-server} and {@code kv-client} (PUTs by
+ * RPC, GETs by RDMA READ, read back by a second client process, a refused PUT named), and
+ * {@code rpc-ping}.
+ */
+@RequiresRdma
+class AppsIT {
+    private static final int LIMIT = 240;
+    private static int nextPort = 7620;
+
+    private static synchronized String port() {
+        return Integer.toString(nextPort++);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void keyValuePutsByRpcAndGetsByRdmaRead(String provider) throws Exception {
+        String ip = ip(provider);
+        String port = port();
+        try (Proc server = Proc.java(otherCpu(), "kv-server", "-p", port, "-n", "100", ip)) {
+            awaitListening(port, server, LIMIT);
+            try (Proc writer = Proc.java(List.of(), "kv-client", "-p", port, ip, "put", "7", "seven", "put", "42",
+                    "the answer", "get", "7", "get", "42", "get", "3")) {
+                Run w = writer.await(LIMIT, server.output());
+                assertEquals(0, w.status(), w.out() + w.err());
+                assertEquals(List.of("put 7 = seven", "put 42 = the answer", "get 7 = seven", "get 42 = the answer", "get 3 = "),
+                        w.out().lines().toList(), w.err());
+            }
+            try (Proc reader = Proc.java(List.of(), "kv-client", "-p", port, ip, "get", "42", "put", "42", "new", "get", "42")) {
+                Run r = reader.await(LIMIT, server.output());
+                assertEquals(0, r.status(), r.out() + r.err());
+                assertEquals(List.of("get 42 = the answer", "put 42 = new", "get 42 = new"), r.out().lines().toList(), r.err());
+            }
+            try (Proc bad = Proc.java(List.of(), "kv-client", "-p", port, ip, "put", "100", "out of range")) {
+                Run b = bad.await(LIMIT, server.output());
+                assertEquals(1, b.status(), b.out() + b.err());
+                assertTrue(b.err().contains("failed on the server: java.lang.IllegalArgumentException: key 100 (of 100)"), b.err());
+            }
+            Run s = server.kill();
+            assertTrue(s.out().startsWith("kv-server: 100 keys on "), s.out() + s.err());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void rpcPingChecksEveryReply(String provider) throws Exception {
+        String ip = ip(provider);
+        String port = port();
+        try (Proc server = Proc.java(otherCpu(), "rpc-ping", "-p", port, ip)) {
+            awaitListening(port, server, LIMIT);
+            try (Proc client = Proc.java(List.of(), "rpc-ping", "-p", port, "-s", "100", "-n", "300", "--client", ip)) {
+                Run c = client.await(LIMIT, server.output());
+                assertEquals(0, c.status(), c.out() + c.err());
+                assertTrue(c.out().matches("(?s)rpc-ping: 300 calls of 100 bytes: median [0-9.]+ us, average [0-9.]+ us, 99% [0-9.]+ us\\R"),
+                        c.out());
+            }
+        }
+    }
+}

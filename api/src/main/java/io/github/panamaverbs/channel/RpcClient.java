@@ -9,16 +9,17 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The client of an {@link RpcServer}: calls over one {@link MessageChannel}, any number at a time
  * from any number of (virtual) threads, multiplexed by request id. A call blocks its thread until
  * the reply, its timeout, or the end of the channel; {@link #callAsync} returns a future instead.
- * Replies are read by one virtual thread of the client, which parks while none is due.
+ * Replies are read by the callers themselves, one at a time (leader and followers): the caller that
+ * reads the channel hands each reply to its call and goes on until its own has come, then wakes
+ * another waiting caller to read on; the others park until their reply or their turn comes. A lone
+ * caller thus posts, polls and takes its reply on its own thread, with no hand-over.
  *
  * <p>A request and a reply each travel as one message of the channel, with a 12-byte header (the
  * request's id, and the reply's status), so the largest request or reply is
@@ -30,12 +31,13 @@ public final class RpcClient implements AutoCloseable {
     static final int HEADER = 12;
     static final int OK = 0;
     static final int FAILED = 1;
-    private static final Duration READ_SLICE = Duration.ofSeconds(1);
+    private static final long READ_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private final MessageChannel channel;
     private final Map<Long, CompletableFuture<Response>> pending = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
-    private final Thread reader;
+    /** Held by the caller that reads the channel. */
+    private final java.util.concurrent.locks.ReentrantLock reading = new java.util.concurrent.locks.ReentrantLock();
     private volatile RpcException ended;
 
     /**
@@ -57,7 +59,6 @@ public final class RpcClient implements AutoCloseable {
      */
     public RpcClient(MessageChannel channel) {
         this.channel = Objects.requireNonNull(channel, "channel");
-        this.reader = Thread.ofVirtual().name("rpc-client " + channel).start(this::readReplies);
     }
 
     /** {@return the largest request this client sends, and reply it takes} */
@@ -84,50 +85,110 @@ public final class RpcClient implements AutoCloseable {
     public Response call(MemorySegment request, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         Call call = send(request, timeout);
-        long id = call.id();
         try {
-            return call.reply().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            pending.remove(id);
-            throw timedOut(id, timeout);
-        } catch (InterruptedException e) {
-            pending.remove(id);
-            Thread.currentThread().interrupt();
-            throw new RpcException(RpcException.Kind.CLOSED, "call " + id + " on " + channel + " interrupted", e);
-        } catch (ExecutionException e) {
+            return await(call, deadline, timeout);
+        } catch (RpcException e) {
+            pending.remove(call.id());
+            if (!call.reply().cancel(false) && !call.reply().isCompletedExceptionally()) {
+                call.reply().join().close(); // the reply came as the wait gave up: its slot goes back
+            }
+            throw e;
+        }
+    }
+
+    /** Waits for {@code call}'s reply, reading the channel while no other caller does. */
+    private Response await(Call call, long deadline, Duration timeout) {
+        while (true) {
+            if (call.reply().isDone()) {
+                return result(call);
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw timedOut(call.id(), timeout);
+            }
+            if (reading.tryLock()) {
+                try {
+                    while (!call.reply().isDone() && deadline - System.nanoTime() > 0) {
+                        readOnce(Math.min(deadline - System.nanoTime(), READ_SLICE_NANOS));
+                    }
+                } finally {
+                    reading.unlock();
+                    promote();
+                }
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(this, left); // until the reply, or our turn to read
+                if (Thread.interrupted()) {
+                    Thread.currentThread().interrupt();
+                    throw new RpcException(RpcException.Kind.CLOSED, "call " + call.id() + " on " + channel + " interrupted", null);
+                }
+            }
+        }
+    }
+
+    private static Response result(Call call) {
+        try {
+            return call.reply().join();
+        } catch (java.util.concurrent.CompletionException e) {
             throw (RpcException) e.getCause();
         }
     }
 
+    /** Wakes one caller still waiting, to read the channel in turn. */
+    private void promote() {
+        for (CompletableFuture<Response> f : pending.values()) {
+            if (f instanceof Pending p && !p.isDone() && p.waiter != null && p.waiter != Thread.currentThread()) {
+                java.util.concurrent.locks.LockSupport.unpark(p.waiter);
+                return;
+            }
+        }
+    }
+
+    /** A call's reply, with the thread that waits for it (woken when it completes). */
+    private static final class Pending extends CompletableFuture<Response> {
+        final Thread waiter;
+
+        Pending(Thread waiter) {
+            this.waiter = waiter;
+        }
+
+        void finish(Response r, RpcException e) {
+            if (e == null ? complete(r) : completeExceptionally(e)) {
+                if (waiter != null) {
+                    java.util.concurrent.locks.LockSupport.unpark(waiter);
+                }
+            } else if (r != null) {
+                r.close();
+            }
+        }
+    }
+
     /**
-     * {@link #call}, returning at once (after the request is posted, which may wait for credit).
+     * {@link #call}, returning at once: a virtual thread of its own posts the request (copied from
+     * {@code request} there, so keep it unchanged until the future completes) and waits for the reply.
      *
      * @param request the request's bytes, at most {@link #maxPayloadSize()}
      * @param timeout the longest to wait for credit to send and then for the reply
      * @return the reply's future; it fails with {@link RpcException}
      */
     public CompletableFuture<Response> callAsync(MemorySegment request, Duration timeout) {
-        Call call;
-        try {
-            call = send(request, timeout);
-        } catch (RpcException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        long id = call.id();
-        return call.reply().orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS).handle((r, e) -> {
-            if (e == null) {
-                return r;
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(timeout, "timeout");
+        CompletableFuture<Response> f = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> { // a virtual thread waits (and reads in its turn) for it
+            try {
+                f.complete(call(request, timeout));
+            } catch (RuntimeException | Error e) {
+                f.completeExceptionally(e);
             }
-            pending.remove(id);
-            throw e instanceof TimeoutException ? timedOut(id, timeout) : (RpcException) e;
         });
+        return f;
     }
 
     private RpcException timedOut(long id, Duration timeout) {
         return new RpcException(RpcException.Kind.TIMEOUT, "call " + id + " on " + channel + ": no reply within " + timeout, null);
     }
 
-    private record Call(long id, CompletableFuture<Response> reply) {
+    private record Call(long id, Pending reply) {
     }
 
     /** Registers and sends one request. */
@@ -139,7 +200,7 @@ public final class RpcClient implements AutoCloseable {
                     + maxPayloadSize() + " that " + channel + " carries (its message size less the " + HEADER + "-byte header)");
         }
         long id = ids.incrementAndGet();
-        CompletableFuture<Response> reply = new CompletableFuture<>();
+        Pending reply = new Pending(Thread.currentThread());
         pending.put(id, reply);
         RpcException end = ended;
         if (end != null) {
@@ -169,38 +230,38 @@ public final class RpcClient implements AutoCloseable {
         return new RpcException(RpcException.Kind.CLOSED, e.getMessage(), e);
     }
 
-    private void readReplies() {
+    /** Reads the channel for at most {@code nanos}, and hands a reply to its call. */
+    private void readOnce(long nanos) {
+        MessageChannel.Received r;
         try {
-            while (true) {
-                MessageChannel.Received r = channel.receive(READ_SLICE);
-                if (r == null) {
-                    continue;
-                }
-                MemorySegment m = r.segment();
-                if (m.byteSize() < HEADER) {
-                    r.close();
-                    throw new ChannelException(channel + ": a reply of " + m.byteSize() + " bytes, shorter than the header");
-                }
-                long id = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                int status = m.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
-                CompletableFuture<Response> reply = pending.remove(id);
-                if (reply == null) {
-                    r.close(); // a call that timed out
-                } else if (status == OK) {
-                    if (!reply.complete(new Response(r))) {
-                        r.close();
-                    }
-                } else {
-                    String message = new String(m.asSlice(HEADER).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
-                    r.close();
-                    reply.completeExceptionally(new RpcException(RpcException.Kind.REMOTE, "call " + id + " on " + channel
-                            + " failed on the server: " + message, null));
-                }
-            }
+            r = channel.receive(Duration.ofNanos(nanos));
         } catch (ChannelException e) {
             end(closed(e));
-        } catch (RuntimeException | Error e) {
-            end(new RpcException(RpcException.Kind.CLOSED, channel + ": the reply reader failed: " + e, e));
+            return;
+        }
+        if (r == null) {
+            return;
+        }
+        MemorySegment m = r.segment();
+        if (m.byteSize() < HEADER) {
+            r.close();
+            end(new RpcException(RpcException.Kind.CLOSED, channel + ": a reply of " + m.byteSize()
+                    + " bytes, shorter than the header: the peer is not an RpcServer", null));
+            channel.close();
+            return;
+        }
+        long id = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        int status = m.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
+        CompletableFuture<Response> f = pending.remove(id);
+        if (!(f instanceof Pending reply)) {
+            r.close(); // a call that timed out
+        } else if (status == OK) {
+            reply.finish(new Response(r), null);
+        } else {
+            String message = new String(m.asSlice(HEADER).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+            r.close();
+            reply.finish(null, new RpcException(RpcException.Kind.REMOTE, "call " + id + " on " + channel
+                    + " failed on the server: " + message, null));
         }
     }
 
@@ -209,8 +270,8 @@ public final class RpcClient implements AutoCloseable {
         ended = e;
         for (Long id : pending.keySet()) {
             CompletableFuture<Response> f = pending.remove(id);
-            if (f != null) {
-                f.completeExceptionally(e);
+            if (f instanceof Pending p) {
+                p.finish(null, e);
             }
         }
     }
@@ -221,11 +282,7 @@ public final class RpcClient implements AutoCloseable {
         try {
             channel.close();
         } finally {
-            try {
-                reader.join(TimeUnit.SECONDS.toMillis(5));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            end(new RpcException(RpcException.Kind.CLOSED, channel + " is closed", null));
         }
     }
 

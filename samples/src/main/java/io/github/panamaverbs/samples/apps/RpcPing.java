@@ -3,6 +3,7 @@ package io.github.panamaverbs.samples.apps;
 import io.github.panamaverbs.channel.MessageChannel;
 import io.github.panamaverbs.channel.RpcClient;
 import io.github.panamaverbs.channel.RpcServer;
+import io.github.panamaverbs.samples.common.Common;
 import io.github.panamaverbs.samples.common.Options;
 import io.github.panamaverbs.samples.common.SampleException;
 import java.io.PrintStream;
@@ -16,7 +17,9 @@ import java.util.concurrent.CountDownLatch;
  * {@code rpc-ping}: RPC round trips on the channel layer. Without a server address it serves (each
  * request answered with its own bytes); with one it calls {@code -n} times with {@code -s}-byte
  * requests, checks every reply's bytes, and prints the round trip's median, average and 99th
- * percentile in microseconds. {@code -b} busy-polls instead of waiting for completion events.
+ * percentile in microseconds, after calls that warm the JIT up (as the latency tools do;
+ * {@code -Dpanamaverbs.samples.warmup=false} skips them). {@code -b} busy-polls instead of waiting
+ * for completion events.
  */
 public final class RpcPing {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -59,6 +62,13 @@ public final class RpcPing {
         long[] rtt = new long[iters];
         MemorySegment request = MemorySegment.ofArray(new byte[size]);
         try (RpcClient client = RpcClient.connect(address, config, TIMEOUT)) {
+            if (Common.warmUp()) { // calls until the JIT has compiled the loop, as the latency tools warm theirs up
+                Common.untilCompiled(() -> {
+                    for (int i = 0; i < 200; i++) {
+                        client.call(request, TIMEOUT).close();
+                    }
+                }, TIMEOUT);
+            }
             for (int i = 0; i < iters; i++) {
                 request.fill((byte) i);
                 long start = System.nanoTime();

@@ -20,6 +20,7 @@ public final class RpcException extends RdmaException {
         CLOSED
     }
 
+    /** Why the call failed. */
     private final Kind kind;
 
     RpcException(Kind kind, String message, Throwable cause) {

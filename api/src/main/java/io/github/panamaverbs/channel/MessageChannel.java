@@ -727,7 +727,7 @@ public final class MessageChannel implements AutoCloseable {
      * Returns the slot, still taken (its scratch word holds an atomic's result): give it back with
      * {@link #releaseOp}.
      */
-    private int oneSided(java.util.function.Consumer<SendRequest> fill, int[] slotOut) {
+    private int oneSided(java.util.function.Consumer<SendRequest> fill) {
         long forever = Long.MAX_VALUE / 2;
         int op;
         while (true) {
@@ -753,7 +753,6 @@ public final class MessageChannel implements AutoCloseable {
             }
             progress(System.nanoTime() + forever);
         }
-        slotOut[0] = op;
         while (true) {
             lock.lock();
             try {
@@ -828,8 +827,7 @@ public final class MessageChannel implements AutoCloseable {
          */
         public void read(long offset, MemoryRegion local, long localOffset, int length) {
             long remote = at(offset, length, RegionToken.Right.READ);
-            int[] op = new int[1];
-            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_READ).sge(local, localOffset, length).rdma(remote, token.rkey()), op));
+            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_READ).sge(local, localOffset, length).rdma(remote, token.rkey())));
         }
 
         /**
@@ -845,8 +843,7 @@ public final class MessageChannel implements AutoCloseable {
          */
         public void write(long offset, MemoryRegion local, long localOffset, int length) {
             long remote = at(offset, length, RegionToken.Right.WRITE);
-            int[] op = new int[1];
-            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_WRITE).sge(local, localOffset, length).rdma(remote, token.rkey()), op));
+            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_WRITE).sge(local, localOffset, length).rdma(remote, token.rkey())));
         }
 
         /**
@@ -892,8 +889,7 @@ public final class MessageChannel implements AutoCloseable {
                         + " has no atomic operations (atomic_cap is none; iWARP defines none)");
             }
             MemoryRegion scratch = setup.scratch;
-            int[] taken = new int[1];
-            int op = oneSided(r -> r.opcode(opcode).sge(scratch, 8L * slot(r), 8).atomic(remote, token.rkey(), compareAdd, swap), taken);
+            int op = oneSided(r -> r.opcode(opcode).sge(scratch, 8L * slot(r), 8).atomic(remote, token.rkey(), compareAdd, swap));
             try {
                 return scratch.segment().get(ValueLayout.JAVA_LONG, 8L * op);
             } finally {

@@ -179,6 +179,17 @@ public final class MessageChannel implements AutoCloseable {
     private final ReceiveRequest[] receives;
     // ---- under lock
     private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>();
+    /**
+     * The slots posted and not yet known to be sent, in the order posted: a ring of {@link #slots}
+     * from {@link #postedHead}. Only every {@link #signalEvery}-th send asks for a completion (and
+     * one that takes the last free slot): on RC a send's completion means that every send posted
+     * before it is done too, so it frees them all.
+     */
+    private final int[] postedOrder;
+    private int postedHead;
+    private int postedCount;
+    private final int signalEvery;
+    private int sinceSignaled;
     private final ArrayDeque<Received> arrived = new ArrayDeque<>();
     /** Data messages claimed (each takes a credit), in total. */
     private int claimed;
@@ -277,6 +288,8 @@ public final class MessageChannel implements AutoCloseable {
      * @throws ChannelException                            if the peer is not a channel (its private data)
      */
     public static MessageChannel connect(InetSocketAddress server, Config config, Duration timeout) {
+        ChannelEvents.Open event = new ChannelEvents.Open();
+        event.begin();
         Setup setup = new Setup(config);
         Connection c;
         try {
@@ -285,7 +298,7 @@ public final class MessageChannel implements AutoCloseable {
             setup.closeQueue(e);
             throw e;
         }
-        return open(c, setup);
+        return opened(open(c, setup), event, "client");
     }
 
     /**
@@ -299,6 +312,8 @@ public final class MessageChannel implements AutoCloseable {
      * @throws ChannelException                            if the peer is not a channel
      */
     public static MessageChannel accept(Listener listener, Config config, Duration timeout) {
+        ChannelEvents.Open event = new ChannelEvents.Open();
+        event.begin();
         Setup setup = new Setup(config);
         Connection c;
         try {
@@ -307,7 +322,31 @@ public final class MessageChannel implements AutoCloseable {
             setup.closeQueue(e);
             throw e;
         }
-        return open(c, setup);
+        return opened(open(c, setup), event, "server");
+    }
+
+    /** Commits the Flight Recorder event of a channel made (its duration: from the connect or accept call). */
+    private static MessageChannel opened(MessageChannel channel, ChannelEvents.Open event, String side) {
+        if (event.shouldCommit()) {
+            event.channel = channel.name;
+            event.side = side;
+            event.slots = channel.slots;
+            event.messageSize = channel.maxMessage;
+            event.commit();
+        }
+        return channel;
+    }
+
+    /** Commits the Flight Recorder event of the channel's end, once; under lock. */
+    private void ended(String reason) {
+        ChannelEvents.End event = new ChannelEvents.End();
+        if (event.shouldCommit()) {
+            event.channel = name;
+            event.reason = reason;
+            event.sent = claimed;
+            event.received = received;
+            event.commit();
+        }
     }
 
     private static MessageChannel open(Connection c, Setup setup) {
@@ -346,8 +385,10 @@ public final class MessageChannel implements AutoCloseable {
         this.posted = slots;
         this.told = slots;
         this.sends = new SendRequest[slots];
+        this.postedOrder = new int[slots];
+        this.signalEvery = Math.max(1, slots / 2);
         for (int i = 0; i < slots; i++) {
-            sends[i] = new SendRequest(1).id(i).opcode(SendOpcode.SEND).signaled(true);
+            sends[i] = new SendRequest(1).id(i).opcode(SendOpcode.SEND);
             freeSlots.add(i);
         }
         int remoteOps = setup.config.remoteOps;
@@ -451,20 +492,41 @@ public final class MessageChannel implements AutoCloseable {
     }
 
     private Outgoing claimWithin(long deadline) {
-        while (true) {
-            lock.lock();
-            try {
-                check();
-                if (!freeSlots.isEmpty() && peerPosted - claimed > 0) {
-                    claimed++;
-                    return new Outgoing(freeSlots.poll());
+        ChannelEvents.CreditStall stall = null; // made when the first look finds no credit or no slot
+        try {
+            while (true) {
+                lock.lock();
+                try {
+                    check();
+                    if (!freeSlots.isEmpty() && peerPosted - claimed > 0) {
+                        claimed++;
+                        Outgoing out = new Outgoing(freeSlots.poll());
+                        stalled(stall, "credit came");
+                        return out;
+                    }
+                } finally {
+                    lock.unlock();
                 }
-            } finally {
-                lock.unlock();
+                if (stall == null) {
+                    stall = new ChannelEvents.CreditStall();
+                    stall.begin();
+                }
+                if (!progress(deadline)) {
+                    stalled(stall, "timed out");
+                    return null;
+                }
             }
-            if (!progress(deadline)) {
-                return null;
-            }
+        } catch (ChannelException e) {
+            stalled(stall, "the channel ended");
+            throw e;
+        }
+    }
+
+    private void stalled(ChannelEvents.CreditStall stall, String outcome) {
+        if (stall != null && stall.shouldCommit()) {
+            stall.channel = name;
+            stall.outcome = outcome;
+            stall.commit();
         }
     }
 
@@ -616,7 +678,7 @@ public final class MessageChannel implements AutoCloseable {
             return;
         }
         if (!receive) {
-            freeSlots.add((int) id);
+            sent((int) id);
             maybeSendCredits();
             return;
         }
@@ -653,6 +715,7 @@ public final class MessageChannel implements AutoCloseable {
     private void breakWith(String message) {
         if (broken == null) {
             broken = new ChannelException(message);
+            ended(message);
             wakeAll();
         }
         changed.signalAll();
@@ -698,10 +761,31 @@ public final class MessageChannel implements AutoCloseable {
         ring.set(ValueLayout.JAVA_INT_UNALIGNED, base, length);
         ring.set(ValueLayout.JAVA_INT_UNALIGNED, base + 4, posted);
         told = posted;
+        // a completion every signalEvery sends, and for one that leaves no slot free (so that a
+        // sender without a slot always has a completion coming that frees some)
+        boolean signal = ++sinceSignaled >= signalEvery || freeSlots.isEmpty();
+        if (signal) {
+            sinceSignaled = 0;
+        }
         try {
-            connection.queuePair().postSend(sends[slot].sge(setup.sendRing, base, HEADER + Math.max(0, length)));
+            connection.queuePair().postSend(sends[slot].signaled(signal).sge(setup.sendRing, base, HEADER + Math.max(0, length)));
         } catch (RuntimeException e) {
             breakWith(name + ": cannot post a send: " + e.getMessage());
+            return;
+        }
+        postedOrder[(postedHead + postedCount++) % slots] = slot;
+    }
+
+    /** The signaled send of slot {@code slot} completed: it and every slot posted before it are free; under lock. */
+    private void sent(int slot) {
+        while (postedCount > 0) {
+            int s = postedOrder[postedHead];
+            postedHead = (postedHead + 1) % slots;
+            postedCount--;
+            freeSlots.add(s);
+            if (s == slot) {
+                return;
+            }
         }
     }
 
@@ -965,6 +1049,7 @@ public final class MessageChannel implements AutoCloseable {
             boolean first = broken == null;
             broken = new ChannelException(name + " is closed");
             if (first) {
+                ended("closed by this side");
                 wakeAll();
             }
             changed.signalAll();

@@ -27,8 +27,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * when read, as it holds one of the peer's credits until then.
  */
 public final class RpcClient implements AutoCloseable {
-    /** The header of a request and of a reply: the request id (long), then the status (int). */
-    static final int HEADER = 12;
+    /**
+     * The bytes of the header each request and reply carry in its channel message (the request id,
+     * then the status): a channel of {@link MessageChannel.Config#messageSize(int)} bytes carries
+     * requests and replies of up to that many bytes less these.
+     */
+    public static final int HEADER = 12;
     static final int OK = 0;
     static final int FAILED = 1;
     private static final long READ_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -84,7 +88,12 @@ public final class RpcClient implements AutoCloseable {
      */
     public Response call(MemorySegment request, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        Call call = send(request, timeout);
+        Call call;
+        try {
+            call = send(request, timeout);
+        } catch (RpcException e) {
+            throw failed(e);
+        }
         try {
             return await(call, deadline, timeout);
         } catch (RpcException e) {
@@ -92,8 +101,20 @@ public final class RpcClient implements AutoCloseable {
             if (!call.reply().cancel(false) && !call.reply().isCompletedExceptionally()) {
                 call.reply().join().close(); // the reply came as the wait gave up: its slot goes back
             }
-            throw e;
+            throw failed(e);
         }
+    }
+
+    /** Commits the Flight Recorder event of a failed call; returns {@code e}. */
+    private RpcException failed(RpcException e) {
+        ChannelEvents.RpcError event = new ChannelEvents.RpcError();
+        if (event.shouldCommit()) {
+            event.channel = channel.toString();
+            event.kind = e.kind().name();
+            event.message = e.getMessage();
+            event.commit();
+        }
+        return e;
     }
 
     /** Waits for {@code call}'s reply, reading the channel while no other caller does. */

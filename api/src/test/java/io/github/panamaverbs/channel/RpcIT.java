@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@link RpcServer} and {@link RpcClient} on Soft-RoCE and SoftiWARP: replies checked byte for byte
  * (0 and 1 byte, a full payload), the handler's failure carried to the caller, a call that times out
  * while later ones succeed, 10,000 virtual threads calling on one client at once, and a server that
- * goes failing every pending call with the peer named.
+ * goes failing every pending call with the peer named; a peer process killed (SIGKILL) mid-call and
+ * mid-send ({@link RpcPeer}) fails every pending call and the parked sender, naming it.
  */
 class RpcIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -157,6 +158,134 @@ class RpcIT {
             assertTrue(System.nanoTime() - closedAt < TimeUnit.SECONDS.toNanos(20));
             RpcException after = assertThrows(RpcException.class, () -> client.call(bytes("x"), TIMEOUT));
             assertEquals(RpcException.Kind.CLOSED, after.kind());
+        }
+    }
+
+    /** The channels of the tests with a peer process ({@link RpcPeer}, which uses them too). */
+    static final MessageChannel.Config DEATH_CONFIG = new MessageChannel.Config().messageSize(256).slots(4);
+
+    /** Starts {@link RpcPeer} in {@code mode} on {@code address} and waits for its line saying it is ready. */
+    private static Process peer(String mode, InetSocketAddress address, String ready) throws Exception {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-cp", System.getProperty("java.class.path"), RpcPeer.class.getName(), mode,
+                address.getAddress().getHostAddress(), Integer.toString(address.getPort()))
+                .redirectErrorStream(true).start();
+        var out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        String line = out.readLine();
+        assertTrue(line != null && line.startsWith(ready), "the peer process says: " + line);
+        return p;
+    }
+
+    private static String named(InetSocketAddress a) {
+        return a.getAddress().getHostAddress() + ":" + a.getPort();
+    }
+
+    /** A recording of the channel layer's events (ChannelEvents), started. */
+    private static jdk.jfr.Recording recording() {
+        jdk.jfr.Recording r = new jdk.jfr.Recording();
+        for (String e : new String[] {"ChannelOpen", "ChannelEnd", "CreditStall", "RpcError"}) {
+            r.enable("io.github.panamaverbs." + e).withoutThreshold();
+        }
+        r.start();
+        return r;
+    }
+
+    /** The events named {@code name} of recording {@code r} (stopped and read) whose channel is to or from {@code peer}. */
+    private static List<jdk.jfr.consumer.RecordedEvent> events(jdk.jfr.Recording r, String name, InetSocketAddress peer) throws Exception {
+        if (r.getState() == jdk.jfr.RecordingState.RUNNING) {
+            r.stop();
+        }
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("rpcit", ".jfr");
+        try {
+            r.dump(file);
+            return jdk.jfr.consumer.RecordingFile.readAllEvents(file).stream()
+                    .filter(e -> e.getEventType().getName().equals("io.github.panamaverbs." + name))
+                    .filter(e -> e.getString("channel").contains(named(peer)))
+                    .sorted(java.util.Comparator.comparing(jdk.jfr.consumer.RecordedEvent::getStartTime)).toList();
+        } finally {
+            java.nio.file.Files.delete(file);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aServerProcessKilledMidCallFailsEveryPendingCall(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        Process server = peer("server", address, "SERVING");
+        jdk.jfr.Recording recording = recording();
+        try (recording; RpcClient client = RpcClient.connect(address, DEATH_CONFIG, TIMEOUT)) {
+            assertEquals("ok", text(client.call(bytes("ok"), TIMEOUT)));
+            List<CompletableFuture<RpcClient.Response>> pending = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                pending.add(client.callAsync(bytes("hang"), Duration.ofSeconds(120)));
+            }
+            Thread.sleep(1000);
+            long killedAt = System.nanoTime();
+            server.destroyForcibly().waitFor();
+            for (CompletableFuture<RpcClient.Response> f : pending) {
+                java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> f.get(90, TimeUnit.SECONDS));
+                RpcException r = (RpcException) e.getCause();
+                assertEquals(RpcException.Kind.CLOSED, r.kind(), r.getMessage());
+                assertTrue(r.getMessage().contains(named(address)), r.getMessage());
+            }
+            long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - killedAt);
+            assertTrue(seconds < 60, "the pending calls failed " + seconds + " s after the kill");
+            assertEquals(RpcException.Kind.CLOSED, assertThrows(RpcException.class, () -> client.call(bytes("x"), TIMEOUT)).kind());
+            // Flight Recorder: the channel's making and end, and one event per failed call (21), none per message
+            List<jdk.jfr.consumer.RecordedEvent> open = events(recording, "ChannelOpen", address);
+            assertEquals(1, open.size(), open.toString());
+            assertEquals("client", open.get(0).getString("side"));
+            List<jdk.jfr.consumer.RecordedEvent> end = events(recording, "ChannelEnd", address);
+            assertEquals(1, end.size(), end.toString());
+            assertTrue(end.get(0).getString("reason").contains(named(address)), end.toString());
+            List<jdk.jfr.consumer.RecordedEvent> errors = events(recording, "RpcError", address);
+            assertEquals(21, errors.size(), errors.toString());
+            assertTrue(errors.stream().allMatch(e -> e.getString("kind").equals("CLOSED") && e.getString("message").contains(named(address))),
+                    errors.toString());
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aReceiverProcessKilledFailsTheSenderParkedForCredit(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        Process sink = peer("sink", address, "LISTENING");
+        jdk.jfr.Recording recording = recording();
+        try (recording; MessageChannel channel = MessageChannel.connect(address, DEATH_CONFIG, TIMEOUT)) {
+            MemorySegment message = bytes("credit");
+            int sent = 0;
+            while (channel.send(message, Duration.ofSeconds(2))) { // the peer never receives: its ring fills
+                sent++;
+                assertTrue(sent <= 4, "the sink's 4 slots took " + sent + " messages");
+            }
+            assertEquals(4, sent);
+            CompletableFuture<Boolean> parked = new CompletableFuture<>();
+            Thread.ofVirtual().start(() -> {
+                try {
+                    parked.complete(channel.send(message, Duration.ofSeconds(120)));
+                } catch (RuntimeException e) {
+                    parked.completeExceptionally(e);
+                }
+            });
+            Thread.sleep(1000);
+            assertTrue(!parked.isDone(), "the fifth send waits for credit");
+            long killedAt = System.nanoTime();
+            sink.destroyForcibly().waitFor();
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> parked.get(90, TimeUnit.SECONDS));
+            ChannelException c = (ChannelException) e.getCause();
+            assertTrue(c.getMessage().contains(named(address)), c.getMessage());
+            long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - killedAt);
+            assertTrue(seconds < 60, "the parked send failed " + seconds + " s after the kill");
+            // Flight Recorder: the two sends that waited (one timed out, one ended by the kill), not the four that did not
+            List<String> stalls = events(recording, "CreditStall", address).stream().map(ev -> ev.getString("outcome")).toList();
+            assertEquals(List.of("timed out", "the channel ended"), stalls);
+        } finally {
+            sink.destroyForcibly();
         }
     }
 }

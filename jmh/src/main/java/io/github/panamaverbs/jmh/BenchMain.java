@@ -206,7 +206,9 @@ public final class BenchMain {
      * server and client pair of processes on this device (as {@link #perftest}), 2 bytes, at
      * perftest's default 1,000 iterations and at 100,000 (quick: write-lat at 200); the 64-byte
      * message rate of {@code write-bw} against {@code ib_write_bw}; {@code rc-pingpong -e} against
-     * {@code ibv_rc_pingpong -e}. In {@link #TOOL_ROUNDS} rounds (quick: one), each round running
+     * {@code ibv_rc_pingpong -e}; the channel layer's RPC round trip ({@code rpc-ping}: {@link #rpcPing})
+     * against {@code ib_send_lat} of the same size (64 B and 4 KiB busy-polling, 64 B on completion
+     * events against {@code -e}; quick: the 64 B busy pair). In {@link #TOOL_ROUNDS} rounds (quick: one), each round running
      * every pair once, the Java tool first in odd rounds and perftest first in even ones; a figure
      * is the median of the rounds. One pair run is not enough: on the emulated VM a run's latency
      * settles on one of a few levels about 12 us apart (ib_read_lat's t_typical 30, 30, 30 and 58 us
@@ -251,6 +253,18 @@ public final class BenchMain {
             double[][] u = both(javaFirst, () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log))},
                     () -> new double[] {usecPerIter(pair("ibv_rc_pingpong", ev, log))});
             runs.computeIfAbsent("rc-pingpong-e", k -> new ArrayList<>()).add(new double[] {u[0][0], u[1][0]});
+            // The channel layer's RPC round trip (rpc-ping: request and reply of SIZE bytes, each reply's
+            // bytes checked) beside the raw send/receive round trip of the same size (ib_send_lat)
+            for (String[] rpc : quick ? new String[][] {{"64", "busy"}} : new String[][] {{"64", "busy"}, {"4096", "busy"}, {"64", "events"}}) {
+                boolean busy = rpc[1].equals("busy");
+                String rpcArgs = "-s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? " -b" : "");
+                String perfArgs = common + " -s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? "" : " -e") + " -F";
+                double[][] r = both(javaFirst, () -> rpcPing(rpcArgs, log), () -> parse(pair("ib_send_lat", perfArgs, log),
+                        Integer.parseInt(rpc[0]), 9));
+                runs.computeIfAbsent("rpc:" + rpc[0] + ":" + rpc[1], k -> new ArrayList<>()).add(new double[] {
+                        r[0] == null ? Double.NaN : r[0][0], r[1] == null ? Double.NaN : r[1][4],
+                        r[0] == null ? Double.NaN : r[0][1], r[1] == null ? Double.NaN : r[1][7]});
+            }
         }
         for (Map.Entry<String, List<double[]>> e : runs.entrySet()) {
             List<double[]> rs = e.getValue();
@@ -307,19 +321,48 @@ public final class BenchMain {
      * scheduler slices).
      */
     private static String pair(String tool, String args, StringBuilder log) throws IOException, InterruptedException {
+        return pair(tool + " " + args, tool + " " + args + " 127.0.0.1", false, log);
+    }
+
+    /**
+     * Runs {@code server} (vCPU 1 when there is one) and {@code client} (vCPU 0, again while the
+     * server does not listen yet); a server that serves until stopped ({@code stop}) gets SIGTERM
+     * after the client, then SIGKILL. Returns the client's output, then the server's.
+     */
+    private static String pair(String server, String client, boolean stop, StringBuilder log) throws IOException, InterruptedException {
         String script = "cpus=$(nproc --all); srv=$(( cpus > 1 ? 1 : 0 )); "
-                + "taskset -c $srv timeout 900 " + tool + " " + args + " >/tmp/pv-pair-server.txt 2>&1 & s=$!; "
-                + "ok=1; for i in $(seq 20); do sleep 0.5; "
-                + "if taskset -c 0 timeout 900 " + tool + " " + args + " 127.0.0.1; then ok=0; break; fi; "
+                + "taskset -c $srv timeout 900 " + server + " >/tmp/pv-pair-server.txt 2>&1 & s=$!; "
+                + "ok=1; for i in $(seq 30); do sleep 0.5; "
+                + "if taskset -c 0 timeout 900 " + client + "; then ok=0; break; fi; "
                 + "kill -0 $s 2>/dev/null || break; done; "
-                + "[ $ok = 0 ] || kill $s 2>/dev/null; wait $s; echo '-- server:'; cat /tmp/pv-pair-server.txt; exit $ok";
+                + (stop ? "kill $s 2>/dev/null; for i in $(seq 20); do kill -0 $s 2>/dev/null || break; sleep 0.5; done; kill -9 $s 2>/dev/null; "
+                : "[ $ok = 0 ] || kill $s 2>/dev/null; ")
+                + "wait $s; echo '-- server:'; cat /tmp/pv-pair-server.txt; exit $ok";
         Process p = new ProcessBuilder("bash", "-c", script).redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes());
         boolean done = p.waitFor(60, TimeUnit.SECONDS);
-        log.append("$ ").append(tool).append(' ').append(args).append(done ? " (exit " + p.exitValue() + ")" : " (timed out)")
+        log.append("$ ").append(client).append(done ? " (exit " + p.exitValue() + ")" : " (timed out)")
                 .append('\n').append(text).append('\n');
-        System.out.println("pair: " + tool + " " + args);
+        System.out.println("pair: " + client);
         return text;
+    }
+
+    private static int rpcPort = 7490;
+
+    /**
+     * An {@code rpc-ping} pair on the benchmarks' device (its IP address, RDMA_IP). Returns the
+     * client's median and 99th percentile (us), or null.
+     */
+    private static double[] rpcPing(String args, StringBuilder log) throws IOException, InterruptedException {
+        String ip = System.getenv("RDMA_IP");
+        if (ip == null) {
+            log.append("rpc-ping: no RDMA_IP (the device's address) in the environment\n");
+            return null;
+        }
+        String tool = "samples/run rpc-ping -p " + rpcPort++ + " " + args;
+        String text = pair(tool + " " + ip, tool + " --client " + ip, true, log);
+        Matcher m = Pattern.compile("median ([0-9.]+) us, average [0-9.]+ us, 99% ([0-9.]+) us").matcher(text);
+        return m.find() ? new double[] {Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2))} : null;
     }
 
     /** The client's "N iters in S seconds = U usec/iter" of rc-pingpong (its output comes first), or NaN. */
@@ -440,6 +483,14 @@ public final class BenchMain {
                         + "(perftest = ibv_rc_pingpong -e)", v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
                 continue;
             }
+            if (e.getKey().startsWith("rpc:")) {
+                String[] k = e.getKey().split(":");
+                boolean busy = k[2].equals("busy");
+                rows.add(new Row("tools: rpc-ping -s " + k[1] + (busy ? " -b" : "") + " (channel RPC, " + (busy ? "busy polling" : "completion events")
+                        + "), round trip median (perftest = ib_send_lat -s " + k[1] + (busy ? "" : " -e") + ", t_typical)",
+                        v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
+                continue;
+            }
             if (e.getKey().equals("write-bw")) {
                 rows.add(new Row("tools: write-bw -s 64, per message (1/msg rate)", 1000 / v[0], Double.NaN, 1000 / v[1],
                         Double.NaN, Double.NaN, "ns"));
@@ -499,6 +550,7 @@ public final class BenchMain {
         for (Map.Entry<String, List<double[]>> e : toolRounds.entrySet()) {
             String k = e.getKey();
             String what = k.equals("write-bw") ? "write-bw -s 64, Mpps" : k.equals("rc-pingpong-e") ? "rc-pingpong -e --virtual, us/iter"
+                    : k.startsWith("rpc:") ? "rpc-ping " + k.substring(4).replace(":", " B, ") + " / ib_send_lat, median us (99%)"
                     : k.replace(":", " 2 B, ") + " iters, t_typical us (99%)";
             t.append("| ").append(what).append(" |");
             for (double[] v : e.getValue()) {

@@ -32,7 +32,7 @@ public final class RpcPing {
         Options o = new Options("rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] LOCAL_ADDRESS   (server)\n"
                 + "rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] SERVER --client              (client)")
                 .value('p', "port", "PORT", "the server's port (default 7481)")
-                .value('s', "size", "SIZE", "request and reply bytes (default 64)")
+                .value('s', "size", "SIZE", "request and reply bytes, up to 1 MiB; give the server the same (default 64)")
                 .value('n', "iters", "ITERS", "calls (default 1000)")
                 .flag('b', "busy-poll", "spin on the completion queue instead of waiting for events")
                 .flag('c', "client", "call the server at the address (else serve on it)");
@@ -42,8 +42,10 @@ public final class RpcPing {
         if (o.positional().size() != 1) {
             throw new Options.UsageException("one address is needed");
         }
-        int size = o.integer("size", 64, 0, 4096 - 12);
-        MessageChannel.Config config = new MessageChannel.Config().messageSize(4096).busyPoll(o.has("busy-poll"));
+        int size = o.integer("size", 64, 0, 1 << 20);
+        // both sides are given the same -s: their channels carry it with the RPC header
+        MessageChannel.Config config = new MessageChannel.Config().messageSize(Math.max(4096, size + RpcClient.HEADER))
+                .busyPoll(o.has("busy-poll"));
         InetSocketAddress address = new InetSocketAddress(o.positional().get(0), o.integer("port", 7481, 1, 65535));
         if (!o.has("client")) {
             try (RpcServer server = RpcServer.start(address, config, (request, response) -> {

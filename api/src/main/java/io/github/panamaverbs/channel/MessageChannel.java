@@ -33,8 +33,16 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p><b>Rings.</b> Each side registers a send ring and a receive ring of {@link Config#slots(int)}
  * slots of {@link Config#messageSize(int)} bytes once, when the channel is made, and posts every
- * receive before the peer can send. A message occupies one slot; the largest one is
- * {@link #maxMessageSize()}, the smaller of the two sides' message sizes.
+ * receive before the peer can send. A message of up to {@link #slotSize()} bytes (the smaller of
+ * the two sides' message sizes) occupies one slot.
+ *
+ * <p><b>Large messages.</b> A larger one, up to {@link #maxMessageSize()} (the receiver's
+ * {@link Config#largestMessage(int)}), goes by rendezvous, with nothing different for the
+ * application: the sender copies it into registered memory of its own and sends its address and
+ * key in a slot; the receiver reads it from there with an RDMA READ into memory it registers for
+ * it, then tells the sender with an 8-byte RDMA WRITE that its copy is free again. The receiver
+ * reads one large message at a time, as it polls; the message is given in order, when read, and
+ * holds a slot's credit until it is released, as any other.
  *
  * <p><b>Credits.</b> A side may have as many messages in flight as the peer has receives posted.
  * The receiver reposts a slot's receive when the application {@linkplain Received#close() releases}
@@ -66,12 +74,26 @@ public final class MessageChannel implements AutoCloseable {
     /** Receives each side posts beyond its credits, for messages that carry only credits. */
     static final int RESERVE = 2;
     private static final int CREDITS_ONLY = -1;
-    /** The private data of both sides: magic, version, slots, message size. */
+    /** The length of a message that announces a large one: its payload is a {@link #DESCRIPTOR}. */
+    private static final int RENDEZVOUS = -2;
+    /**
+     * What a rendezvous message carries: the address of the sender's copy (8 bytes), its length (4),
+     * its rkey (4) and its sequence number (8), which the receiver writes into the 8 bytes before the
+     * copy when it has read it.
+     */
+    private static final int DESCRIPTOR = 24;
+    /** The private data of both sides: magic, version, slots, message size, largest message taken. */
     private static final int MAGIC = 0x50564d43; // "PVMC"
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
+    private static final int PRIVATE_DATA = 20;
     private static final long RECEIVE_ID = 1L << 32;
     /** The ids of one-sided operations ({@link RemoteMemory}): this bit and the operation's slot. */
     private static final long ONE_SIDED_ID = 1L << 33;
+    /** The receiver's rendezvous READ (this bit) and its WRITE that frees the sender's copy (and bit 0). */
+    private static final long RENDEZVOUS_ID = 1L << 34;
+    /** Registered memory for large messages is allocated in steps of this, so that it can be reused. */
+    private static final long STEP = 64 * 1024;
+    private static final java.lang.invoke.VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     /** The channel's sizes and how it waits. Mutable and not thread-safe. */
@@ -79,6 +101,7 @@ public final class MessageChannel implements AutoCloseable {
         int messageSize = 4096;
         int slots = 16;
         int remoteOps = 8;
+        int largest = 64 << 20;
         boolean busyPoll;
         java.util.function.Function<Context, io.github.panamaverbs.verbs.ProtectionDomain> protectionDomain;
 
@@ -87,7 +110,8 @@ public final class MessageChannel implements AutoCloseable {
         }
 
         /**
-         * The largest message this side receives (and sends), bytes per slot of each ring.
+         * The bytes per slot of each ring: the largest message this side receives (and sends) in a
+         * slot; larger ones go by rendezvous, up to {@link #largestMessage(int)}.
          *
          * @param bytes 1 to 1 GiB
          * @return this config
@@ -113,6 +137,24 @@ public final class MessageChannel implements AutoCloseable {
                 throw new IllegalArgumentException("slots must be in [2, 4096], not " + n);
             }
             this.slots = n;
+            return this;
+        }
+
+        /**
+         * The largest message this side receives: those larger than a slot come by rendezvous (the
+         * receiver registers memory for each while it is unreleased, reusing it where it can).
+         * {@link #messageSize(int)} or less allows none; so does a message size under 24 bytes on
+         * either side (a slot holds the rendezvous's address and key).
+         *
+         * @param bytes 1 to 2^31 - 8 (default 64 MiB)
+         * @return this config
+         * @throws IllegalArgumentException if out of range
+         */
+        public Config largestMessage(int bytes) {
+            if (bytes < 1 || bytes > Integer.MAX_VALUE - 8) {
+                throw new IllegalArgumentException("the largest message must be in [1, 2^31 - 8], not " + bytes);
+            }
+            this.largest = bytes;
             return this;
         }
 
@@ -161,6 +203,8 @@ public final class MessageChannel implements AutoCloseable {
     private final Setup setup;
     private final int slots;
     private final int slotBytes;
+    /** The largest message in a slot, and the largest message {@link #send} takes (rendezvous included). */
+    private final int slotMessage;
     private final int maxMessage;
     private final String name;
     private final ReentrantLock lock = new ReentrantLock();
@@ -206,6 +250,38 @@ public final class MessageChannel implements AutoCloseable {
     private final boolean[] opDone;
     private final WcStatus[] opStatus;
     private final boolean atomics;
+    // ---- rendezvous, under lock
+    /** The sender's registered copies of large messages: each free once the receiver wrote its sequence number into it. */
+    private final java.util.List<Staged> staged = new java.util.ArrayList<>();
+    private long stagedSequence;
+    /** Large messages announced and not yet read, in order; the one being read. */
+    private final ArrayDeque<Received> toRead = new ArrayDeque<>();
+    private Received reading;
+    private long readsDone;
+    /** Registered memory of large messages received and not released, and one released kept for reuse. */
+    private final java.util.Set<MemoryRegion> landings = new java.util.HashSet<>();
+    private MemoryRegion spareLanding;
+    private final SendRequest rendezvousRead = new SendRequest(1).id(RENDEZVOUS_ID).opcode(SendOpcode.RDMA_READ).signaled(true);
+    private final SendRequest rendezvousDone = new SendRequest(1).id(RENDEZVOUS_ID | 1).opcode(SendOpcode.RDMA_WRITE).signaled(true);
+
+    /** A registered copy of a large message being sent; its first 8 bytes are where the receiver writes {@link #sequence} when read. */
+    private static final class Staged {
+        final MemoryRegion region;
+        long sequence;
+        boolean taken;
+
+        Staged(MemoryRegion region) {
+            this.region = region;
+        }
+
+        long capacity() {
+            return region.segment().byteSize() - 8;
+        }
+
+        boolean free() {
+            return !taken && (long) WORD.getVolatile(region.segment(), 0L) == sequence;
+        }
+    }
 
     /** What the connection's hook makes: the rings, the queue and its completion channel. */
     private static final class Setup {
@@ -230,19 +306,21 @@ public final class MessageChannel implements AutoCloseable {
             if (config.protectionDomain != null) {
                 connection.protectionDomain(config.protectionDomain);
             }
-            return connection.maxSendWr(slots + config.remoteOps).maxRecvWr(slots + RESERVE)
+            // the send queue: the ring's sends, the one-sided operations, a rendezvous READ and WRITE
+            return connection.maxSendWr(slots + config.remoteOps + 2).maxRecvWr(slots + RESERVE)
                     .completionQueue(this::queue)
                     .beforeConnect(c -> {
                         sendRing = c.own(c.protectionDomain().allocateAndRegister((long) slots * slotBytes));
                         receiveRing = c.own(c.protectionDomain().allocateAndRegister((long) (slots + RESERVE) * slotBytes));
-                        scratch = c.own(c.protectionDomain().allocateAndRegister(8L * config.remoteOps));
+                        // a word per one-sided operation, and two for the rendezvous WRITEs
+                        scratch = c.own(c.protectionDomain().allocateAndRegister(8L * config.remoteOps + 16));
                         receives = new ReceiveRequest[slots + RESERVE];
                         for (int i = 0; i < receives.length; i++) {
                             receives[i] = new ReceiveRequest(1).id(RECEIVE_ID | i).sge(receiveRing, (long) i * slotBytes, slotBytes);
                             c.queuePair().postReceive(receives[i]);
                         }
-                        c.privateData(ByteBuffer.allocate(16).putInt(MAGIC).putInt(VERSION).putInt(slots)
-                                .putInt(config.messageSize).array());
+                        c.privateData(ByteBuffer.allocate(PRIVATE_DATA).putInt(MAGIC).putInt(VERSION).putInt(slots)
+                                .putInt(config.messageSize).putInt(Math.max(config.largest, config.messageSize)).array());
                     });
         }
 
@@ -250,7 +328,7 @@ public final class MessageChannel implements AutoCloseable {
             if (cq == null) {
                 CompletionChannel ch = config.busyPoll ? null : ctx.createCompletionChannel();
                 try {
-                    int entries = 2 * config.slots + RESERVE + config.remoteOps;
+                    int entries = 2 * config.slots + RESERVE + config.remoteOps + 2;
                     cq = ch == null ? ctx.createCompletionQueue(entries) : ctx.createCompletionQueue(entries, ch, 0);
                 } catch (RuntimeException | Error e) {
                     if (ch != null) {
@@ -331,7 +409,7 @@ public final class MessageChannel implements AutoCloseable {
             event.channel = channel.name;
             event.side = side;
             event.slots = channel.slots;
-            event.messageSize = channel.maxMessage;
+            event.messageSize = channel.slotMessage;
             event.commit();
         }
         return channel;
@@ -372,16 +450,21 @@ public final class MessageChannel implements AutoCloseable {
         this.receives = setup.receives;
         this.name = "MessageChannel[" + route(connection) + "]";
         ByteBuffer peer = ByteBuffer.wrap(connection.peerPrivateData());
-        if (peer.remaining() < 16 || peer.getInt() != MAGIC) {
+        if (peer.remaining() < 8 || peer.getInt() != MAGIC) {
             throw new ChannelException(name + ": the peer is not a message channel (its private data has no channel header)");
         }
         int version = peer.getInt();
         if (version != VERSION) {
             throw new ChannelException(name + ": the peer speaks channel version " + version + ", this side " + VERSION);
         }
+        if (peer.remaining() < PRIVATE_DATA - 8) {
+            throw new ChannelException(name + ": the peer's channel header is " + (peer.remaining() + 8) + " bytes, not " + PRIVATE_DATA);
+        }
         this.peerPosted = peer.getInt();
         int peerMessage = peer.getInt();
-        this.maxMessage = Math.min(setup.config.messageSize, peerMessage);
+        int peerLargest = peer.getInt();
+        this.slotMessage = Math.min(setup.config.messageSize, peerMessage);
+        this.maxMessage = slotMessage >= DESCRIPTOR ? Math.max(slotMessage, peerLargest) : slotMessage;
         this.posted = slots;
         this.told = slots;
         this.sends = new SendRequest[slots];
@@ -413,9 +496,17 @@ public final class MessageChannel implements AutoCloseable {
         return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
-    /** {@return the largest message either side may send: the smaller of the two sides' message sizes} */
+    /**
+     * {@return the largest message {@link #send} takes: the peer's {@link Config#largestMessage(int)},
+     * or {@link #slotSize()} where the channel has no rendezvous (a side's slots under 24 bytes)}
+     */
     public int maxMessageSize() {
         return maxMessage;
+    }
+
+    /** {@return the largest message in one slot, what {@link #claim} gives: the smaller of the two sides' message sizes} */
+    public int slotSize() {
+        return slotMessage;
     }
 
     /** {@return the connection under the channel (its queue pair is the channel's: do not post to it)} */
@@ -424,7 +515,9 @@ public final class MessageChannel implements AutoCloseable {
     }
 
     /**
-     * Sends a copy of {@code data}, waiting at most {@code timeout} for a slot and a credit.
+     * Sends a copy of {@code data}, waiting at most {@code timeout} for a slot and a credit. A message
+     * larger than {@link #slotSize()} goes by rendezvous: it is copied into registered memory of this
+     * side (reused once the peer has read it; also waited for, when every slot's worth is unread).
      *
      * @param data    the message, at most {@link #maxMessageSize()} bytes (0 is a message too)
      * @param timeout the longest to wait for credit
@@ -435,7 +528,10 @@ public final class MessageChannel implements AutoCloseable {
     public boolean send(MemorySegment data, Duration timeout) {
         Objects.requireNonNull(data, "data");
         if (data.byteSize() > maxMessage) {
-            throw tooLarge(data.byteSize());
+            throw tooLarge(data.byteSize(), maxMessage);
+        }
+        if (data.byteSize() > slotMessage) {
+            return sendLarge(data, deadline(timeout));
         }
         Outgoing out = claim(timeout);
         if (out == null) {
@@ -446,9 +542,93 @@ public final class MessageChannel implements AutoCloseable {
         return true;
     }
 
-    private IllegalArgumentException tooLarge(long size) {
+    private IllegalArgumentException tooLarge(long size, int limit) {
         return new IllegalArgumentException(name + ": a message of " + size + " bytes is larger than the channel's "
-                + maxMessage + " (the smaller of the two sides' Config.messageSize)");
+                + limit + (limit == slotMessage ? " (a slot: the smaller of the two sides' Config.messageSize)"
+                : " (the peer's Config.largestMessage)"));
+    }
+
+    /** {@link #send} of a message larger than a slot: a staged copy, and its address in a slot. */
+    private boolean sendLarge(MemorySegment data, long deadline) {
+        Staged copy = stage(data.byteSize(), deadline);
+        if (copy == null) {
+            return false;
+        }
+        try {
+            MemorySegment.copy(data, 0, copy.region.segment(), 8, data.byteSize());
+            Outgoing out = claimUntil(deadline);
+            if (out == null) {
+                return false;
+            }
+            lock.lock();
+            try {
+                out.done = true;
+                check();
+                MemorySegment slot = setup.sendRing.segment().asSlice((long) out.slot * slotBytes + HEADER, DESCRIPTOR);
+                copy.sequence = ++stagedSequence;
+                slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, copy.region.address() + 8);
+                slot.set(ValueLayout.JAVA_INT_UNALIGNED, 8, (int) data.byteSize());
+                slot.set(ValueLayout.JAVA_INT_UNALIGNED, 12, copy.region.rkey());
+                slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, copy.sequence);
+                post(out.slot, RENDEZVOUS, DESCRIPTOR);
+                return true;
+            } finally {
+                lock.unlock();
+            }
+        } finally {
+            lock.lock();
+            try {
+                copy.taken = false;
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * A registered copy of at least {@code size} bytes that the peer has read (or never had), taken;
+     * a new one while fewer than a ring's are held; else waits until {@code deadline} for one.
+     */
+    private Staged stage(long size, long deadline) {
+        while (true) {
+            lock.lock();
+            try {
+                check();
+                Staged best = null;
+                Staged small = null;
+                for (Staged s : staged) {
+                    if (s.free()) {
+                        if (s.capacity() >= size && (best == null || s.capacity() < best.capacity())) {
+                            best = s;
+                        } else if (s.capacity() < size) {
+                            small = s;
+                        }
+                    }
+                }
+                if (best == null && (staged.size() < slots || small != null)) {
+                    if (small != null) { // too small for this one: give its memory back for a larger one
+                        staged.remove(small);
+                        small.region.close();
+                    }
+                    best = new Staged(connection.protectionDomain().allocateAndRegister(steps(size) + 8,
+                            io.github.panamaverbs.verbs.AccessFlag.REMOTE_READ, io.github.panamaverbs.verbs.AccessFlag.REMOTE_WRITE));
+                    staged.add(best);
+                }
+                if (best != null) {
+                    best.taken = true;
+                    return best;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (!progress(deadline)) {
+                return null;
+            }
+        }
+    }
+
+    private static long steps(long size) {
+        return (size + STEP - 1) / STEP * STEP;
     }
 
     /**
@@ -460,7 +640,10 @@ public final class MessageChannel implements AutoCloseable {
      * @throws ChannelException if the channel is closed or broken
      */
     public Outgoing claim(Duration timeout) {
-        long deadline = deadline(timeout);
+        return claimUntil(deadline(timeout));
+    }
+
+    private Outgoing claimUntil(long deadline) {
         if (!admit(claimers, deadline)) {
             return null;
         }
@@ -542,7 +725,7 @@ public final class MessageChannel implements AutoCloseable {
         long deadline = deadline(timeout);
         lock.lock();
         try {
-            Received r = arrived.poll();
+            Received r = nextArrived();
             if (r != null) {
                 return r;
             }
@@ -563,7 +746,7 @@ public final class MessageChannel implements AutoCloseable {
         while (true) {
             lock.lock();
             try {
-                Received r = arrived.poll();
+                Received r = nextArrived();
                 if (r != null) {
                     return r;
                 }
@@ -575,6 +758,12 @@ public final class MessageChannel implements AutoCloseable {
                 return null;
             }
         }
+    }
+
+    /** The next message if it is there (a large one: read); under lock. */
+    private Received nextArrived() {
+        Received r = arrived.peek();
+        return r != null && r.data != null ? arrived.poll() : null;
     }
 
     private static long deadline(Duration timeout) {
@@ -637,7 +826,7 @@ public final class MessageChannel implements AutoCloseable {
         } else {
             lock.lock();
             try {
-                if (broken == null && arrived.isEmpty()) {
+                if (broken == null && (arrived.isEmpty() || arrived.peek().data == null)) {
                     changed.awaitNanos(Math.min(left, setup.config.busyPoll ? 100_000 : SLICE_NANOS));
                 }
             } catch (InterruptedException e) {
@@ -664,6 +853,10 @@ public final class MessageChannel implements AutoCloseable {
                         ? ": the peer " + hostPortOrUnknown() + " refused the access (its region was deregistered, as a peer "
                         + "that closes or dies deregisters its memory, or the token is stale)" : ""));
             }
+            return;
+        }
+        if ((id & RENDEZVOUS_ID) != 0) {
+            rendezvousCompleted((id & 1) == 0, status);
             return;
         }
         boolean receive = (id & RECEIVE_ID) != 0;
@@ -694,6 +887,10 @@ public final class MessageChannel implements AutoCloseable {
             repost(slot);
             return;
         }
+        if (length == RENDEZVOUS) {
+            announced(slot, ring.asSlice(base + HEADER, DESCRIPTOR), batch.byteLength(i));
+            return;
+        }
         if (length < 0 || length > setup.config.messageSize || batch.byteLength(i) != HEADER + length) {
             breakWith(name + ": a message from " + hostPortOrUnknown() + " says " + length + " bytes and carries "
                     + (batch.byteLength(i) - HEADER) + ": the peer is not speaking this channel's protocol");
@@ -701,6 +898,97 @@ public final class MessageChannel implements AutoCloseable {
         }
         received++;
         arrived.add(new Received(slot, ring.asSlice(base + HEADER, length).asReadOnly()));
+    }
+
+    /**
+     * A large message announced in slot {@code slot} (which holds its credit until it is released):
+     * queued to be read, in order; under lock.
+     */
+    private void announced(int slot, MemorySegment descriptor, int bytes) {
+        int size = bytes == HEADER + DESCRIPTOR ? descriptor.get(ValueLayout.JAVA_INT_UNALIGNED, 8) : -1;
+        int largest = Math.max(setup.config.largest, setup.config.messageSize);
+        if (size <= slotMessage || size > largest) {
+            breakWith(name + ": a message from " + hostPortOrUnknown() + " announces " + size + " bytes by rendezvous (in "
+                    + (bytes - HEADER) + "), where this side takes " + (slotMessage + 1) + " to " + largest
+                    + ": the peer is not speaking this channel's protocol");
+            return;
+        }
+        received++;
+        Received r = new Received(slot, null);
+        r.address = descriptor.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        r.size = size;
+        r.rkey = descriptor.get(ValueLayout.JAVA_INT_UNALIGNED, 12);
+        r.sequence = descriptor.get(ValueLayout.JAVA_LONG_UNALIGNED, 16);
+        arrived.add(r);
+        toRead.add(r);
+        readNext();
+    }
+
+    /** Starts the READ of the next announced large message, unless one is being read; under lock. */
+    private void readNext() {
+        if (reading != null || toRead.isEmpty() || broken != null) {
+            return;
+        }
+        Received r = toRead.poll();
+        try {
+            MemoryRegion landing = spareLanding;
+            if (landing != null && landing.segment().byteSize() >= r.size) {
+                spareLanding = null;
+            } else {
+                landing = connection.protectionDomain().allocateAndRegister(steps(r.size),
+                        io.github.panamaverbs.verbs.AccessFlag.REMOTE_WRITE); // iWARP: a READ's sink is written remotely
+            }
+            landings.add(landing);
+            r.landing = landing;
+            reading = r;
+            connection.queuePair().postSend(rendezvousRead.sge(landing, 0, r.size).rdma(r.address, r.rkey));
+        } catch (RuntimeException e) {
+            breakWith(name + ": cannot read a message of " + r.size + " bytes from " + hostPortOrUnknown() + ": " + e.getMessage());
+        }
+    }
+
+    /** A rendezvous READ ({@code read}) or the WRITE after it completed; under lock. */
+    private void rendezvousCompleted(boolean read, WcStatus status) {
+        if (status != WcStatus.SUCCESS) {
+            breakWith(status == WcStatus.WR_FLUSH_ERR
+                    ? name + ": the connection to " + hostPortOrUnknown() + " is closed (the peer closed it, or is gone)"
+                    : name + ": " + (read ? "reading a large message from" : "telling") + " the peer " + hostPortOrUnknown()
+                    + (read ? "" : " that its large message was read") + " failed with " + status + " (" + status.description() + ")"
+                    + (status == WcStatus.REM_ACCESS_ERR ? ": its copy was deregistered (the peer closed, or is gone)" : ""));
+            return;
+        }
+        if (!read) {
+            return;
+        }
+        Received r = reading;
+        reading = null;
+        r.data = r.landing.segment().asSlice(0, r.size).asReadOnly();
+        // the sender's copy is free: its sequence number into the 8 bytes before it (two words, used in turn:
+        // the one written before is sent, since its WRITE was posted before this READ)
+        long word = 8L * setup.config.remoteOps + 8 * (readsDone++ & 1);
+        setup.scratch.segment().set(ValueLayout.JAVA_LONG, word, r.sequence);
+        try {
+            connection.queuePair().postSend(rendezvousDone.sge(setup.scratch, word, 8).rdma(r.address - 8, r.rkey));
+        } catch (RuntimeException e) {
+            breakWith(name + ": cannot post a send: " + e.getMessage());
+            return;
+        }
+        readNext();
+    }
+
+    /** A large message's memory, released: kept for the next one if it is the largest, else deregistered; under lock. */
+    private void release(MemoryRegion landing) {
+        if (!landings.remove(landing)) {
+            return; // the channel's close deregistered it
+        }
+        MemoryRegion drop = landing;
+        if (broken == null && (spareLanding == null || spareLanding.segment().byteSize() < landing.segment().byteSize())) {
+            drop = spareLanding;
+            spareLanding = landing;
+        }
+        if (drop != null) {
+            drop.close();
+        }
     }
 
     private String hostPortOrUnknown() {
@@ -750,12 +1038,15 @@ public final class MessageChannel implements AutoCloseable {
     private void maybeSendCredits() {
         int fresh = posted - told;
         if (fresh > 0 && (fresh >= (slots + 1) / 2 || told - received <= 0) && !freeSlots.isEmpty() && broken == null) {
-            post(freeSlots.poll(), CREDITS_ONLY);
+            post(freeSlots.poll(), CREDITS_ONLY, 0);
         }
     }
 
-    /** Posts slot {@code slot} with {@code length} (or {@link #CREDITS_ONLY}); under lock. */
-    private void post(int slot, int length) {
+    /**
+     * Posts slot {@code slot} with {@code length} (or {@link #CREDITS_ONLY}, or {@link #RENDEZVOUS})
+     * and {@code bytes} after the header; under lock.
+     */
+    private void post(int slot, int length, int bytes) {
         MemorySegment ring = setup.sendRing.segment();
         long base = (long) slot * slotBytes;
         ring.set(ValueLayout.JAVA_INT_UNALIGNED, base, length);
@@ -768,7 +1059,7 @@ public final class MessageChannel implements AutoCloseable {
             sinceSignaled = 0;
         }
         try {
-            connection.queuePair().postSend(sends[slot].signaled(signal).sge(setup.sendRing, base, HEADER + Math.max(0, length)));
+            connection.queuePair().postSend(sends[slot].signaled(signal).sge(setup.sendRing, base, HEADER + bytes));
         } catch (RuntimeException e) {
             breakWith(name + ": cannot post a send: " + e.getMessage());
             return;
@@ -1057,6 +1348,27 @@ public final class MessageChannel implements AutoCloseable {
             lock.unlock();
         }
         IllegalStateException failure = new IllegalStateException("closing " + name);
+        java.util.List<MemoryRegion> large = new java.util.ArrayList<>();
+        lock.lock();
+        try {
+            staged.forEach(st -> large.add(st.region));
+            staged.clear();
+            large.addAll(landings);
+            landings.clear();
+            if (spareLanding != null) {
+                large.add(spareLanding);
+                spareLanding = null;
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (MemoryRegion r : large) { // a large message not released is unreadable from here on
+            try {
+                r.close();
+            } catch (RuntimeException e) {
+                failure.addSuppressed(e);
+            }
+        }
         try {
             connection.close();
         } catch (RuntimeException e) {
@@ -1082,22 +1394,22 @@ public final class MessageChannel implements AutoCloseable {
             this.slot = slot;
         }
 
-        /** {@return the slot's registered memory, {@link #maxMessageSize()} bytes} */
+        /** {@return the slot's registered memory, {@link #slotSize()} bytes} */
         public MemorySegment segment() {
-            return setup.sendRing.segment().asSlice((long) slot * slotBytes + HEADER, maxMessage);
+            return setup.sendRing.segment().asSlice((long) slot * slotBytes + HEADER, slotMessage);
         }
 
         /**
          * Sends the first {@code length} bytes of {@link #segment()}.
          *
-         * @param length the message's size, 0 to {@link #maxMessageSize()}
+         * @param length the message's size, 0 to {@link #slotSize()}
          * @throws IllegalArgumentException if {@code length} is out of range
          * @throws IllegalStateException    if committed or closed already
          * @throws ChannelException         if the channel is closed or broken
          */
         public void commit(int length) {
-            if (length < 0 || length > maxMessage) {
-                throw length < 0 ? new IllegalArgumentException("negative length " + length) : tooLarge(length);
+            if (length < 0 || length > slotMessage) {
+                throw length < 0 ? new IllegalArgumentException("negative length " + length) : tooLarge(length, slotMessage);
             }
             lock.lock();
             try {
@@ -1106,7 +1418,7 @@ public final class MessageChannel implements AutoCloseable {
                 }
                 done = true;
                 check();
-                post(slot, length);
+                post(slot, length, length);
             } finally {
                 lock.unlock();
             }
@@ -1129,11 +1441,21 @@ public final class MessageChannel implements AutoCloseable {
         }
     }
 
-    /** A message received: a read-only view of the receive ring, valid until {@link #close()}. */
+    /**
+     * A message received: a read-only view of the receive ring (or, for a large message, of the
+     * memory it was read into), valid until {@link #close()}.
+     */
     public final class Received implements AutoCloseable {
         private final int slot;
-        private final MemorySegment data;
+        /** Null for a large message until it is read. */
+        private MemorySegment data;
         private boolean released;
+        // a large message: where the sender's copy is, and the memory it is read into
+        private long address;
+        private int size;
+        private int rkey;
+        private long sequence;
+        private MemoryRegion landing;
 
         private Received(int slot, MemorySegment data) {
             this.slot = slot;
@@ -1159,6 +1481,9 @@ public final class MessageChannel implements AutoCloseable {
                     return;
                 }
                 released = true;
+                if (landing != null) {
+                    release(landing);
+                }
                 if (broken == null) {
                     repost(slot);
                     posted++;

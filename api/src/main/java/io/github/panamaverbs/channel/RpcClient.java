@@ -67,7 +67,7 @@ public final class RpcClient implements AutoCloseable {
 
     /** {@return the largest request this client sends, and reply it takes} */
     public int maxPayloadSize() {
-        return channel.maxMessageSize() - HEADER;
+        return channel.slotSize() - HEADER;
     }
 
     /** {@return the channel under the client} */

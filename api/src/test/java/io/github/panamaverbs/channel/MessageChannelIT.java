@@ -29,7 +29,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@link MessageChannel} on Soft-RoCE and SoftiWARP, client and server in this JVM over the
- * device's own address: every byte checked, messages of 0 and 1 byte and a full slot, a receiver
+ * device's own address: every byte checked, messages of 0 and 1 byte, a full slot, a slot + 1 and
+ * several MiB (by rendezvous), a receiver
  * that stops consuming (the sender waits for credit; no RNR, no broken connection: on iWARP one
  * send too many would break it), many virtual threads sending on one channel, and the end (a close
  * from another thread, and the peer's close) failing every waiter with the peer named.
@@ -90,8 +91,9 @@ class MessageChannelIT {
     void messagesOfEverySizeArriveIntactBothWays(String provider) throws Exception {
         try (Pair p = pair(provider, server -> new MessageChannel.Config().messageSize(server ? 8192 : 4096).slots(8));
              Arena arena = Arena.ofShared()) {
-            assertEquals(4096, p.client().maxMessageSize()); // the smaller side's
-            assertEquals(4096, p.server().maxMessageSize());
+            assertEquals(4096, p.client().slotSize()); // the smaller side's
+            assertEquals(4096, p.server().slotSize());
+            assertEquals(64 << 20, p.client().maxMessageSize()); // the peer's largest message (by rendezvous)
             int[] sizes = {0, 1, 2, 63, 4095, 4096};
             int rounds = 60; // more than the 8 credits, many times over: credits flow back
             CompletableFuture<Void> echo = CompletableFuture.runAsync(() -> {
@@ -113,10 +115,10 @@ class MessageChannelIT {
                 }
             }
             echo.get(60, TimeUnit.SECONDS);
-            assertThrows(IllegalArgumentException.class, () -> p.client().send(message(0, 4097, arena), TIMEOUT));
             // zero copy: a claimed slot, filled and committed; a claim closed unused gives its credit back
             try (MessageChannel.Outgoing unused = p.client().claim(TIMEOUT)) {
                 assertEquals(4096, unused.segment().byteSize());
+                assertThrows(IllegalArgumentException.class, () -> unused.commit(4097)); // a slot is the most
             }
             MessageChannel.Outgoing out = p.client().claim(TIMEOUT);
             out.segment().copyFrom(message(7, 100, arena));
@@ -126,6 +128,48 @@ class MessageChannelIT {
                 expect(r, 7, 100);
                 assertThrows(IllegalArgumentException.class, () -> r.segment().set(ValueLayout.JAVA_BYTE, 0, (byte) 1)); // read-only
             }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void messagesLargerThanASlotGoByRendezvousInOrderBothWays(String provider) throws Exception {
+        int largest = 8 << 20;
+        try (Pair p = pair(provider, server -> new MessageChannel.Config().messageSize(4096).slots(4)
+                .largestMessage(server ? largest : 64 << 20)); Arena arena = Arena.ofShared()) {
+            assertEquals(largest, p.client().maxMessageSize());
+            // slot + 1, several MiB, the largest, mixed with messages in a slot; more than the 4
+            // slots' worth, so the staged copies and the receiver's memory are reused
+            int[] sizes = {4097, 1, 5 << 20, 4096, 65_537, 0, 3 * 4097, largest, 4097, 2 << 20, 70_000, 4097};
+            CompletableFuture<Void> echo = CompletableFuture.runAsync(() -> {
+                for (int k = 0; k < sizes.length; k++) {
+                    try (MessageChannel.Received r = p.server().receive(TIMEOUT)) {
+                        expect(r, k, sizes[k]);
+                        assertTrue(p.server().send(r.segment(), TIMEOUT), "echo " + k); // a large one back by rendezvous
+                    }
+                }
+            });
+            for (int k = 0; k < sizes.length; k++) {
+                assertTrue(p.client().send(message(k, sizes[k], arena), TIMEOUT), "message " + k);
+                if (k % 2 == 1) { // two in flight each way
+                    for (int j = k - 1; j <= k; j++) {
+                        try (MessageChannel.Received r = p.client().receive(TIMEOUT)) {
+                            expect(r, j, sizes[j]);
+                        }
+                    }
+                }
+            }
+            echo.get(120, TimeUnit.SECONDS);
+            IllegalArgumentException tooLarge = assertThrows(IllegalArgumentException.class,
+                    () -> p.client().send(MemorySegment.ofArray(new byte[largest + 1]), TIMEOUT));
+            assertTrue(tooLarge.getMessage().contains(largest + " (the peer's Config.largestMessage)"), tooLarge.getMessage());
+            // a large message not released when the channel closes: its memory is gone, reading it throws
+            assertTrue(p.client().send(message(99, 10_000, arena), TIMEOUT));
+            MessageChannel.Received held = p.server().receive(TIMEOUT);
+            expect(held, 99, 10_000);
+            p.server().close();
+            assertThrows(IllegalStateException.class, () -> held.segment().get(ValueLayout.JAVA_BYTE, 0));
+            held.close(); // after the channel's close: nothing to do, no error
         }
     }
 

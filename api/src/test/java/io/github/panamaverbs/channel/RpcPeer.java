@@ -19,6 +19,7 @@ public final class RpcPeer {
 
     public static void main(String[] args) throws Exception {
         InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(args[1]), Integer.parseInt(args[2]));
+        warmUp(address.getAddress());
         if (args[0].equals("server")) {
             RpcServer server = RpcServer.start(address, RpcIT.DEATH_CONFIG, (request, response) -> {
                 if (new String(request.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8).equals("hang")) {
@@ -37,5 +38,23 @@ public final class RpcPeer {
         }
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
+    }
+
+    /**
+     * One channel to itself, on a port of its own, one message and closed: the accept path's classes
+     * and downcall stubs are then made, so that the test's connection is accepted within SoftiWARP's
+     * wait for the MPA reply (a cold JVM under the VM's emulated CPU took longer once).
+     */
+    private static void warmUp(InetAddress ip) throws Exception {
+        Duration timeout = Duration.ofSeconds(60);
+        try (Listener listener = Listener.bind(new InetSocketAddress(ip, 0), 1)) {
+            java.util.concurrent.CompletableFuture<MessageChannel> accepted = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> MessageChannel.accept(listener, RpcIT.DEATH_CONFIG, timeout));
+            try (MessageChannel client = MessageChannel.connect(listener.localAddress(), RpcIT.DEATH_CONFIG, timeout);
+                 MessageChannel server = accepted.get(60, java.util.concurrent.TimeUnit.SECONDS)) {
+                client.send(MemorySegment.ofArray(new byte[] {1}), timeout);
+                server.receive(timeout).close();
+            }
+        }
     }
 }

@@ -255,11 +255,14 @@ public final class BenchMain {
             runs.computeIfAbsent("rc-pingpong-e", k -> new ArrayList<>()).add(new double[] {u[0][0], u[1][0]});
             // The channel layer's RPC round trip (rpc-ping: request and reply of SIZE bytes, each reply's
             // bytes checked) beside the raw send/receive round trip of the same size (ib_send_lat)
-            for (String[] rpc : quick ? new String[][] {{"64", "busy"}} : new String[][] {{"64", "busy"}, {"4096", "busy"}, {"64", "events"}}) {
-                boolean busy = rpc[1].equals("busy");
-                String rpcArgs = "-s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? " -b" : "");
+            // (and -r: an RDMA READ through the exported region's token, beside ib_read_lat)
+            for (String[] rpc : quick ? new String[][] {{"64", "busy"}}
+                    : new String[][] {{"64", "busy"}, {"4096", "busy"}, {"64", "events"}, {"64", "read"}}) {
+                boolean read = rpc[1].equals("read");
+                boolean busy = !rpc[1].equals("events");
+                String rpcArgs = "-s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? " -b" : "") + (read ? " -r" : "");
                 String perfArgs = common + " -s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? "" : " -e") + " -F";
-                double[][] r = both(javaFirst, () -> rpcPing(rpcArgs, log), () -> parse(pair("ib_send_lat", perfArgs, log),
+                double[][] r = both(javaFirst, () -> rpcPing(rpcArgs, log), () -> parse(pair(read ? "ib_read_lat" : "ib_send_lat", perfArgs, log),
                         Integer.parseInt(rpc[0]), 9));
                 runs.computeIfAbsent("rpc:" + rpc[0] + ":" + rpc[1], k -> new ArrayList<>()).add(new double[] {
                         r[0] == null ? Double.NaN : r[0][0], r[1] == null ? Double.NaN : r[1][4],
@@ -483,6 +486,12 @@ public final class BenchMain {
                         + "(perftest = ibv_rc_pingpong -e)", v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
                 continue;
             }
+            if (e.getKey().startsWith("rpc:") && e.getKey().endsWith(":read")) {
+                String size = e.getKey().split(":")[1];
+                rows.add(new Row("tools: rpc-ping -r -s " + size + " -b (RDMA READ through a RegionToken), median (perftest = ib_read_lat -s "
+                        + size + ", t_typical)", v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
+                continue;
+            }
             if (e.getKey().startsWith("rpc:")) {
                 String[] k = e.getKey().split(":");
                 boolean busy = k[2].equals("busy");
@@ -550,7 +559,8 @@ public final class BenchMain {
         for (Map.Entry<String, List<double[]>> e : toolRounds.entrySet()) {
             String k = e.getKey();
             String what = k.equals("write-bw") ? "write-bw -s 64, Mpps" : k.equals("rc-pingpong-e") ? "rc-pingpong -e --virtual, us/iter"
-                    : k.startsWith("rpc:") ? "rpc-ping " + k.substring(4).replace(":", " B, ") + " / ib_send_lat, median us (99%)"
+                    : k.startsWith("rpc:") ? "rpc-ping " + k.substring(4).replace(":", " B, ") + (k.endsWith(":read")
+                    ? " / ib_read_lat" : " / ib_send_lat") + ", median us (99%)"
                     : k.replace(":", " 2 B, ") + " iters, t_typical us (99%)";
             t.append("| ").append(what).append(" |");
             for (double[] v : e.getValue()) {

@@ -1,17 +1,22 @@
 package io.github.panamaverbs.samples.apps;
 
 import io.github.panamaverbs.channel.MessageChannel;
+import io.github.panamaverbs.channel.RegionToken;
 import io.github.panamaverbs.channel.RpcClient;
 import io.github.panamaverbs.channel.RpcServer;
 import io.github.panamaverbs.samples.common.Common;
 import io.github.panamaverbs.samples.common.Options;
 import io.github.panamaverbs.samples.common.SampleException;
+import io.github.panamaverbs.verbs.AccessFlag;
+import io.github.panamaverbs.verbs.MemoryRegion;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * {@code rpc-ping}: RPC round trips on the channel layer. Without a server address it serves (each
@@ -19,7 +24,9 @@ import java.util.concurrent.CountDownLatch;
  * requests, checks every reply's bytes, and prints the round trip's median, average and 99th
  * percentile in microseconds, after calls that warm the JIT up (as the latency tools do;
  * {@code -Dpanamaverbs.samples.warmup=false} skips them). {@code -b} busy-polls instead of waiting
- * for completion events.
+ * for completion events. {@code -r} (both sides) times one-sided RDMA READs of {@code -s} bytes
+ * instead, through the {@link RegionToken} of a region the server exports (its reply to an empty
+ * call), each read's bytes checked.
  */
 public final class RpcPing {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -29,12 +36,13 @@ public final class RpcPing {
 
     /** The launcher's {@code rpc-ping}. */
     public static int main(String[] args, PrintStream out) {
-        Options o = new Options("rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] LOCAL_ADDRESS   (server)\n"
-                + "rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] SERVER --client              (client)")
+        Options o = new Options("rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] [-r] LOCAL_ADDRESS   (server)\n"
+                + "rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] [-r] SERVER --client              (client)")
                 .value('p', "port", "PORT", "the server's port (default 7481)")
                 .value('s', "size", "SIZE", "request and reply bytes, up to 1 MiB; give the server the same (default 64)")
                 .value('n', "iters", "ITERS", "calls (default 1000)")
                 .flag('b', "busy-poll", "spin on the completion queue instead of waiting for events")
+                .flag('r', "read", "time RDMA READs of SIZE bytes through the server's exported region instead of calls")
                 .flag('c', "client", "call the server at the address (else serve on it)");
         if (!o.parse(args, out)) {
             return 0;
@@ -44,11 +52,35 @@ public final class RpcPing {
         }
         int size = o.integer("size", 64, 0, 1 << 20);
         // both sides are given the same -s: their channels carry it with the RPC header
+        boolean read = o.has("read");
+        if (read && size == 0) {
+            throw new Options.UsageException("-r reads -s bytes: give 1 or more");
+        }
         MessageChannel.Config config = new MessageChannel.Config().messageSize(Math.max(4096, size + RpcClient.HEADER))
                 .busyPoll(o.has("busy-poll"));
+        AtomicReference<MemoryRegion> exported = new AtomicReference<>(); // -r: the server's region, in the channels' domain
+        if (read && !o.has("client")) {
+            config.protectionDomain(ctx -> {
+                synchronized (exported) {
+                    if (exported.get() == null) {
+                        MemoryRegion region = ctx.allocateProtectionDomain().allocateAndRegister(Math.max(1, size), AccessFlag.REMOTE_READ);
+                        for (int i = 0; i < size; i++) {
+                            region.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
+                        }
+                        exported.set(region);
+                    }
+                    return exported.get().protectionDomain();
+                }
+            });
+        }
         InetSocketAddress address = new InetSocketAddress(o.positional().get(0), o.integer("port", 7481, 1, 65535));
         if (!o.has("client")) {
             try (RpcServer server = RpcServer.start(address, config, (request, response) -> {
+                if (read && request.byteSize() == 0) { // -r: the token of the exported region
+                    byte[] token = RegionToken.export(exported.get(), 0, size, RegionToken.Right.READ).toBytes();
+                    MemorySegment.copy(token, 0, response, ValueLayout.JAVA_BYTE, 0, token.length);
+                    return token.length;
+                }
                 MemorySegment.copy(request, 0, response, 0, request.byteSize());
                 return (int) request.byteSize();
             })) {
@@ -63,6 +95,9 @@ public final class RpcPing {
         int iters = o.integer("iters", 1000, 1, 100_000_000);
         long[] rtt = new long[iters];
         MemorySegment request = MemorySegment.ofArray(new byte[size]);
+        if (read) {
+            return reads(address, config, size, iters, out);
+        }
         try (RpcClient client = RpcClient.connect(address, config, TIMEOUT)) {
             if (Common.warmUp()) { // calls until the JIT has compiled the loop, as the latency tools warm theirs up
                 Common.untilCompiled(() -> {
@@ -82,9 +117,49 @@ public final class RpcPing {
                 }
             }
         }
+        return report(rtt, "calls", size, out);
+    }
+
+    /** {@code -r}: the token from an empty call, then timed RDMA READs through it, each one's bytes checked. */
+    private static int reads(InetSocketAddress address, MessageChannel.Config config, int size, int iters, PrintStream out) {
+        long[] rtt = new long[iters];
+        MemorySegment expected = MemorySegment.ofArray(new byte[size]);
+        for (int i = 0; i < size; i++) {
+            expected.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
+        }
+        try (RpcClient client = RpcClient.connect(address, config, TIMEOUT);
+             MemoryRegion local = client.channel().connection().protectionDomain().allocateAndRegister(Math.max(1, size))) {
+            RegionToken token;
+            try (RpcClient.Response r = client.call(MemorySegment.ofArray(new byte[0]), TIMEOUT)) {
+                token = RegionToken.fromBytes(r.segment().toArray(ValueLayout.JAVA_BYTE));
+            }
+            MessageChannel.RemoteMemory remote = client.channel().remote(token);
+            MemorySegment got = local.segment().asSlice(0, size);
+            if (Common.warmUp()) {
+                Common.untilCompiled(() -> {
+                    for (int i = 0; i < 200; i++) {
+                        remote.read(0, local, 0, size);
+                    }
+                }, TIMEOUT);
+            }
+            for (int i = 0; i < iters; i++) {
+                got.fill((byte) 0);
+                long start = System.nanoTime();
+                remote.read(0, local, 0, size);
+                rtt[i] = System.nanoTime() - start;
+                if (got.mismatch(expected) != -1) {
+                    throw new SampleException("read " + i + " differs from the server's region");
+                }
+            }
+        }
+        return report(rtt, "reads", size, out);
+    }
+
+    private static int report(long[] rtt, String what, int size, PrintStream out) {
+        int iters = rtt.length;
         Arrays.sort(rtt);
         double avg = Arrays.stream(rtt).average().orElse(0) / 1000;
-        out.printf("rpc-ping: %d calls of %d bytes: median %.2f us, average %.2f us, 99%% %.2f us%n", iters, size,
+        out.printf("rpc-ping: %d %s of %d bytes: median %.2f us, average %.2f us, 99%% %.2f us%n", iters, what, size,
                 rtt[iters / 2] / 1000.0, avg, rtt[Math.min(iters - 1, (int) (iters * 0.99))] / 1000.0);
         return 0;
     }

@@ -17,7 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The channel layer's applications as users run them, each side a process of its own
  * ({@code samples/run}), on Soft-RoCE and SoftiWARP: {@code kv-server} and {@code kv-client} (PUTs by
  * RPC, GETs by RDMA READ, read back by a second client process, a refused PUT named), and
- * {@code rpc-ping} (Soft-RoCE).
+ * {@code rpc-ping} (Soft-RoCE: calls, and RDMA READs through the token of the server's region with {@code -r}).
  */
 @RequiresRdma
 class AppsIT {
@@ -55,18 +55,27 @@ class AppsIT {
         }
     }
 
-    /** On Soft-RoCE only (the RPC layer's tests, RpcIT, run on both): each process costs the emulated CPU half a minute. */
+    /**
+     * On Soft-RoCE only (the RPC layer's tests, RpcIT, run on both): each process costs the emulated
+     * CPU half a minute. A server with -r answers calls and exports a region: a client calls, another reads.
+     */
     @org.junit.jupiter.api.Test
     void rpcPingChecksEveryReply() throws Exception {
         String ip = ip("rxe");
         String port = port();
-        try (Proc server = Proc.java(otherCpu(), "rpc-ping", "-p", port, ip)) {
+        try (Proc server = Proc.java(otherCpu(), "rpc-ping", "-p", port, "-s", "100", "-r", ip)) {
             awaitListening(port, server, LIMIT);
-            try (Proc client = Proc.java(List.of(), "rpc-ping", "-p", port, "-s", "100", "-n", "300", "--client", ip)) {
-                Run c = client.await(LIMIT, server.output());
-                assertEquals(0, c.status(), c.out() + c.err());
-                assertTrue(c.out().matches("(?s)rpc-ping: 300 calls of 100 bytes: median [0-9.]+ us, average [0-9.]+ us, 99% [0-9.]+ us\\R"),
-                        c.out());
+            for (String mode : new String[] {"calls", "reads"}) {
+                List<String> args = new java.util.ArrayList<>(List.of("-p", port, "-s", "100", "-n", "300", "--client", ip));
+                if (mode.equals("reads")) {
+                    args.add("-r");
+                }
+                try (Proc client = Proc.java(List.of(), "rpc-ping", args.toArray(String[]::new))) {
+                    Run c = client.await(LIMIT, server.output());
+                    assertEquals(0, c.status(), c.out() + c.err());
+                    assertTrue(c.out().matches("(?s)rpc-ping: 300 " + mode + " of 100 bytes: median [0-9.]+ us, average [0-9.]+ us, "
+                            + "99% [0-9.]+ us\\R"), c.out());
+                }
             }
         }
     }

@@ -264,9 +264,12 @@ public final class BenchMain {
                 String perfArgs = common + " -s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? "" : " -e") + " -F";
                 double[][] r = both(javaFirst, () -> rpcPing(rpcArgs, log), () -> parse(pair(read ? "ib_read_lat" : "ib_send_lat", perfArgs, log),
                         Integer.parseInt(rpc[0]), 9));
+                // ib_send_lat prints half the round trip (perftest divides a send's by 2, a READ's by 1):
+                // rpc-ping's round trip goes beside twice its figures
+                double trip = read ? 1 : 2;
                 runs.computeIfAbsent("rpc:" + rpc[0] + ":" + rpc[1], k -> new ArrayList<>()).add(new double[] {
-                        r[0] == null ? Double.NaN : r[0][0], r[1] == null ? Double.NaN : r[1][4],
-                        r[0] == null ? Double.NaN : r[0][1], r[1] == null ? Double.NaN : r[1][7]});
+                        r[0] == null ? Double.NaN : r[0][0], r[1] == null ? Double.NaN : trip * r[1][4],
+                        r[0] == null ? Double.NaN : r[0][1], r[1] == null ? Double.NaN : trip * r[1][7]});
             }
         }
         for (Map.Entry<String, List<double[]>> e : runs.entrySet()) {
@@ -496,7 +499,7 @@ public final class BenchMain {
                 String[] k = e.getKey().split(":");
                 boolean busy = k[2].equals("busy");
                 rows.add(new Row("tools: rpc-ping -s " + k[1] + (busy ? " -b" : "") + " (channel RPC, " + (busy ? "busy polling" : "completion events")
-                        + "), round trip median (perftest = ib_send_lat -s " + k[1] + (busy ? "" : " -e") + ", t_typical)",
+                        + "), round trip median (perftest = ib_send_lat -s " + k[1] + (busy ? "" : " -e") + ", round trip: 2 x t_typical)",
                         v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
                 continue;
             }
@@ -560,7 +563,7 @@ public final class BenchMain {
             String k = e.getKey();
             String what = k.equals("write-bw") ? "write-bw -s 64, Mpps" : k.equals("rc-pingpong-e") ? "rc-pingpong -e --virtual, us/iter"
                     : k.startsWith("rpc:") ? "rpc-ping " + k.substring(4).replace(":", " B, ") + (k.endsWith(":read")
-                    ? " / ib_read_lat" : " / ib_send_lat") + ", median us (99%)"
+                    ? " / ib_read_lat" : " / ib_send_lat x 2 (round trip)") + ", median us (99%)"
                     : k.replace(":", " 2 B, ") + " iters, t_typical us (99%)";
             t.append("| ").append(what).append(" |");
             for (double[] v : e.getValue()) {

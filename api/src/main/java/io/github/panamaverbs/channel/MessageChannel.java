@@ -197,6 +197,11 @@ public final class MessageChannel implements AutoCloseable {
             this.busyPoll = on;
             return this;
         }
+
+        /** The largest message this side takes, in a slot or by rendezvous (told to the peer at connect). */
+        int largestTaken() {
+            return Math.max(largest, messageSize);
+        }
     }
 
     private final Connection connection;
@@ -320,7 +325,7 @@ public final class MessageChannel implements AutoCloseable {
                             c.queuePair().postReceive(receives[i]);
                         }
                         c.privateData(ByteBuffer.allocate(PRIVATE_DATA).putInt(MAGIC).putInt(VERSION).putInt(slots)
-                                .putInt(config.messageSize).putInt(Math.max(config.largest, config.messageSize)).array());
+                                .putInt(config.messageSize).putInt(config.largestTaken()).array());
                     });
         }
 
@@ -754,7 +759,7 @@ public final class MessageChannel implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
-            if (!progress(deadline)) {
+            if (!progress(deadline, true)) {
                 return null;
             }
         }
@@ -782,6 +787,16 @@ public final class MessageChannel implements AutoCloseable {
      * for it. Returns false when the deadline has passed.
      */
     private boolean progress(long deadline) {
+        return progress(deadline, false);
+    }
+
+    /**
+     * {@link #progress(long)}; {@code receiving}: for the receiver, which does not wait for the
+     * poller when a message is there to take. Anyone else waits regardless: a sender that went round
+     * again because a message waits for the receiver would spin, never parking, and on a single
+     * carrier thread keep that receiver (and everyone else) from running.
+     */
+    private boolean progress(long deadline, boolean receiving) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
             return false;
@@ -826,7 +841,7 @@ public final class MessageChannel implements AutoCloseable {
         } else {
             lock.lock();
             try {
-                if (broken == null && (arrived.isEmpty() || arrived.peek().data == null)) {
+                if (broken == null && (!receiving || arrived.isEmpty() || arrived.peek().data == null)) {
                     changed.awaitNanos(Math.min(left, setup.config.busyPoll ? 100_000 : SLICE_NANOS));
                 }
             } catch (InterruptedException e) {
@@ -862,7 +877,7 @@ public final class MessageChannel implements AutoCloseable {
         boolean receive = (id & RECEIVE_ID) != 0;
         if (status != WcStatus.SUCCESS) {
             if (status == WcStatus.WR_FLUSH_ERR) {
-                breakWith(name + ": the connection to " + hostPortOrUnknown() + " is closed (the peer closed it, or is gone)");
+                breakWith(closedByPeer());
             } else {
                 breakWith(name + ": a " + (receive ? "receive" : "send") + " failed with " + status + " ("
                         + status.description() + ")" + (status == WcStatus.RETRY_EXC_ERR ? ": the peer "
@@ -906,7 +921,7 @@ public final class MessageChannel implements AutoCloseable {
      */
     private void announced(int slot, MemorySegment descriptor, int bytes) {
         int size = bytes == HEADER + DESCRIPTOR ? descriptor.get(ValueLayout.JAVA_INT_UNALIGNED, 8) : -1;
-        int largest = Math.max(setup.config.largest, setup.config.messageSize);
+        int largest = setup.config.largestTaken();
         if (size <= slotMessage || size > largest) {
             breakWith(name + ": a message from " + hostPortOrUnknown() + " announces " + size + " bytes by rendezvous (in "
                     + (bytes - HEADER) + "), where this side takes " + (slotMessage + 1) + " to " + largest
@@ -951,7 +966,7 @@ public final class MessageChannel implements AutoCloseable {
     private void rendezvousCompleted(boolean read, WcStatus status) {
         if (status != WcStatus.SUCCESS) {
             breakWith(status == WcStatus.WR_FLUSH_ERR
-                    ? name + ": the connection to " + hostPortOrUnknown() + " is closed (the peer closed it, or is gone)"
+                    ? closedByPeer()
                     : name + ": " + (read ? "reading a large message from" : "telling") + " the peer " + hostPortOrUnknown()
                     + (read ? "" : " that its large message was read") + " failed with " + status + " (" + status.description() + ")"
                     + (status == WcStatus.REM_ACCESS_ERR ? ": its copy was deregistered (the peer closed, or is gone)" : ""));
@@ -989,6 +1004,11 @@ public final class MessageChannel implements AutoCloseable {
         if (drop != null) {
             drop.close();
         }
+    }
+
+    /** What a flushed work request means: the connection is gone. */
+    private String closedByPeer() {
+        return name + ": the connection to " + hostPortOrUnknown() + " is closed (the peer closed it, or is gone)";
     }
 
     private String hostPortOrUnknown() {

@@ -22,9 +22,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * caller thus posts, polls and takes its reply on its own thread, with no hand-over.
  *
  * <p>A request and a reply each travel as one message of the channel, with a 12-byte header (the
- * request's id, and the reply's status), so the largest request or reply is
- * {@link #maxPayloadSize()}. A {@link Response} is a view of the channel's receive ring: close it
- * when read, as it holds one of the peer's credits until then.
+ * request's id, and the reply's status). A reply fits a slot ({@link #maxPayloadSize()}); a request
+ * may be larger, up to {@link #maxRequestSize()}: it then goes by the channel's rendezvous (the
+ * server reads it with an RDMA READ), with nothing different for the caller or the handler. A
+ * {@link Response} is a view of the channel's receive ring: close it when read, as it holds one of
+ * the peer's credits until then.
  */
 public final class RpcClient implements AutoCloseable {
     /**
@@ -65,9 +67,18 @@ public final class RpcClient implements AutoCloseable {
         this.channel = Objects.requireNonNull(channel, "channel");
     }
 
-    /** {@return the largest request this client sends, and reply it takes} */
+    /** {@return the largest reply this client takes, and request it sends in a slot of the ring} */
     public int maxPayloadSize() {
         return channel.slotSize() - HEADER;
+    }
+
+    /**
+     * {@return the largest request this client sends}: the server's
+     * {@link MessageChannel.Config#largestMessage(int)} less the header (those above
+     * {@link #maxPayloadSize()} go by rendezvous)
+     */
+    public int maxRequestSize() {
+        return channel.maxMessageSize() - HEADER;
     }
 
     /** {@return the channel under the client} */
@@ -78,13 +89,13 @@ public final class RpcClient implements AutoCloseable {
     /**
      * Calls the server with {@code request} and waits for its reply.
      *
-     * @param request the request's bytes, at most {@link #maxPayloadSize()}
+     * @param request the request's bytes, at most {@link #maxRequestSize()}
      * @param timeout the longest to wait for credit to send and then for the reply
      * @return the reply, a view of the receive ring: close it once read
      * @throws RpcException             if the handler threw ({@link RpcException.Kind#REMOTE}), no reply came
      *                                  in time ({@link RpcException.Kind#TIMEOUT}) or the channel ended
      *                                  ({@link RpcException.Kind#CLOSED})
-     * @throws IllegalArgumentException if {@code request} is larger than {@link #maxPayloadSize()}
+     * @throws IllegalArgumentException if {@code request} is larger than {@link #maxRequestSize()}
      */
     public Response call(MemorySegment request, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -101,6 +112,7 @@ public final class RpcClient implements AutoCloseable {
             if (!call.reply().cancel(false) && !call.reply().isCompletedExceptionally()) {
                 call.reply().join().close(); // the reply came as the wait gave up: its slot goes back
             }
+            promote(); // this caller may have been woken to read: another reads instead
             throw failed(e);
         }
     }
@@ -130,7 +142,9 @@ public final class RpcClient implements AutoCloseable {
             if (reading.tryLock()) {
                 try {
                     while (!call.reply().isDone() && deadline - System.nanoTime() > 0) {
-                        readOnce(Math.min(deadline - System.nanoTime(), READ_SLICE_NANOS));
+                        if (readOnce(Math.min(deadline - System.nanoTime(), READ_SLICE_NANOS)) && Thread.currentThread().isVirtual()) {
+                            Thread.yield(); // the caller just woken may run (and call again) on this carrier
+                        }
                     }
                 } finally {
                     reading.unlock();
@@ -154,10 +168,14 @@ public final class RpcClient implements AutoCloseable {
         }
     }
 
-    /** Wakes one caller still waiting, to read the channel in turn. */
+    /**
+     * Wakes one caller still waiting, to read the channel in turn: one whose request is sent, so
+     * that it is, or is about to be, parked in {@link #await} (a caller still waiting for credit to
+     * send would spend the turn there, while the credit it waits for comes only as replies are read).
+     */
     private void promote() {
         for (CompletableFuture<Response> f : pending.values()) {
-            if (f instanceof Pending p && !p.isDone() && p.waiter != null && p.waiter != Thread.currentThread()) {
+            if (f instanceof Pending p && p.sent && !p.isDone() && p.waiter != null && p.waiter != Thread.currentThread()) {
                 java.util.concurrent.locks.LockSupport.unpark(p.waiter);
                 return;
             }
@@ -167,6 +185,8 @@ public final class RpcClient implements AutoCloseable {
     /** A call's reply, with the thread that waits for it (woken when it completes). */
     private static final class Pending extends CompletableFuture<Response> {
         final Thread waiter;
+        /** Set once the request is posted: from then on the caller waits in {@link #await}. */
+        volatile boolean sent;
 
         Pending(Thread waiter) {
             this.waiter = waiter;
@@ -174,7 +194,7 @@ public final class RpcClient implements AutoCloseable {
 
         void finish(Response r, RpcException e) {
             if (e == null ? complete(r) : completeExceptionally(e)) {
-                if (waiter != null) {
+                if (waiter != null && waiter != Thread.currentThread()) { // the reader's own call: it is awake
                     java.util.concurrent.locks.LockSupport.unpark(waiter);
                 }
             } else if (r != null) {
@@ -187,7 +207,7 @@ public final class RpcClient implements AutoCloseable {
      * {@link #call}, returning at once: a virtual thread of its own posts the request (copied from
      * {@code request} there, so keep it unchanged until the future completes) and waits for the reply.
      *
-     * @param request the request's bytes, at most {@link #maxPayloadSize()}
+     * @param request the request's bytes, at most {@link #maxRequestSize()}
      * @param timeout the longest to wait for credit to send and then for the reply
      * @return the reply's future; it fails with {@link RpcException}
      */
@@ -216,9 +236,9 @@ public final class RpcClient implements AutoCloseable {
     private Call send(MemorySegment request, Duration timeout) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(timeout, "timeout");
-        if (request.byteSize() > maxPayloadSize()) {
+        if (request.byteSize() > maxRequestSize()) {
             throw new IllegalArgumentException("a request of " + request.byteSize() + " bytes is larger than the "
-                    + maxPayloadSize() + " that " + channel + " carries (its message size less the " + HEADER + "-byte header)");
+                    + maxRequestSize() + " that " + channel + " carries (the server's largest message less the " + HEADER + "-byte header)");
         }
         long id = ids.incrementAndGet();
         Pending reply = new Pending(Thread.currentThread());
@@ -229,17 +249,22 @@ public final class RpcClient implements AutoCloseable {
             throw end;
         }
         try {
+            if (request.byteSize() > maxPayloadSize()) {
+                sendLarge(id, request, timeout);
+                reply.sent = true;
+                return new Call(id, reply);
+            }
             MessageChannel.Outgoing out = channel.claim(timeout);
             if (out == null) {
                 pending.remove(id);
-                throw new RpcException(RpcException.Kind.TIMEOUT, "call " + id + " on " + channel
-                        + ": no credit to send within " + timeout + " (the server is not keeping up)", null);
+                throw noCredit(id, timeout);
             }
             MemorySegment slot = out.segment();
             slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
             slot.set(ValueLayout.JAVA_INT_UNALIGNED, 8, OK);
             slot.asSlice(HEADER, request.byteSize()).copyFrom(request);
             out.commit(HEADER + (int) request.byteSize());
+            reply.sent = true;
         } catch (ChannelException e) {
             pending.remove(id);
             throw closed(e);
@@ -247,21 +272,45 @@ public final class RpcClient implements AutoCloseable {
         return new Call(id, reply);
     }
 
+    /** A request larger than a slot: header and bytes sent as one message, by the channel's rendezvous. */
+    private void sendLarge(long id, MemorySegment request, Duration timeout) {
+        boolean sent;
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment message = arena.allocate(HEADER + request.byteSize());
+            message.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
+            message.set(ValueLayout.JAVA_INT_UNALIGNED, 8, OK);
+            message.asSlice(HEADER).copyFrom(request);
+            sent = channel.send(message, timeout);
+        }
+        if (!sent) {
+            pending.remove(id);
+            throw noCredit(id, timeout);
+        }
+    }
+
+    private RpcException noCredit(long id, Duration timeout) {
+        return new RpcException(RpcException.Kind.TIMEOUT, "call " + id + " on " + channel
+                + ": no credit to send within " + timeout + " (the server is not keeping up)", null);
+    }
+
     private RpcException closed(ChannelException e) {
         return new RpcException(RpcException.Kind.CLOSED, e.getMessage(), e);
     }
 
-    /** Reads the channel for at most {@code nanos}, and hands a reply to its call. */
-    private void readOnce(long nanos) {
+    /**
+     * Reads the channel for at most {@code nanos}, and hands a reply to its call; returns whether
+     * that call was another thread's.
+     */
+    private boolean readOnce(long nanos) {
         MessageChannel.Received r;
         try {
             r = channel.receive(Duration.ofNanos(nanos));
         } catch (ChannelException e) {
             end(closed(e));
-            return;
+            return false;
         }
         if (r == null) {
-            return;
+            return false;
         }
         MemorySegment m = r.segment();
         if (m.byteSize() < HEADER) {
@@ -269,14 +318,16 @@ public final class RpcClient implements AutoCloseable {
             end(new RpcException(RpcException.Kind.CLOSED, channel + ": a reply of " + m.byteSize()
                     + " bytes, shorter than the header: the peer is not an RpcServer", null));
             channel.close();
-            return;
+            return false;
         }
         long id = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
         int status = m.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
         CompletableFuture<Response> f = pending.remove(id);
         if (!(f instanceof Pending reply)) {
             r.close(); // a call that timed out
-        } else if (status == OK) {
+            return false;
+        }
+        if (status == OK) {
             reply.finish(new Response(r), null);
         } else {
             String message = new String(m.asSlice(HEADER).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
@@ -284,6 +335,7 @@ public final class RpcClient implements AutoCloseable {
             reply.finish(null, new RpcException(RpcException.Kind.REMOTE, "call " + id + " on " + channel
                     + " failed on the server: " + message, null));
         }
+        return reply.waiter != Thread.currentThread();
     }
 
     /** Fails every pending call and every later one with {@code e}. */

@@ -14,7 +14,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * An RPC server: accepts {@link RpcClient}s' channels on a {@link Listener} and answers each request
  * with its {@link Handler}, which reads the request where it arrived (the channel's receive ring)
- * and writes the response where it leaves (a claimed slot of the send ring): no copy. Each channel
+ * and writes the response where it leaves (a claimed slot of the send ring): no copy (a request
+ * larger than a slot is read by the channel's rendezvous into registered memory first). Each channel
  * is served by one virtual thread, in the order the requests come; the accepting is one more.
  */
 public final class RpcServer implements AutoCloseable {

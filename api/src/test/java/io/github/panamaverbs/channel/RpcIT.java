@@ -26,7 +26,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@link RpcServer} and {@link RpcClient} on Soft-RoCE and SoftiWARP: replies checked byte for byte
- * (0 and 1 byte, a full payload), the handler's failure carried to the caller, a call that times out
+ * (0 and 1 byte, a full payload; requests of a slot + 1 and 2 MiB by rendezvous), the handler's failure carried to the caller, a call that times out
  * while later ones succeed, 10,000 virtual threads calling on one client at once, and a server that
  * goes failing every pending call with the peer named; a peer process killed (SIGKILL) mid-call and
  * mid-send ({@link RpcPeer}) fails every pending call and the parked sender, naming it.
@@ -35,9 +35,17 @@ class RpcIT {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
     private static final AtomicInteger PORT = new AtomicInteger(30_000 + new Random().nextInt(10_000));
 
-    /** The test's handler: replies the request reversed; "fail..." throws; "slow" answers after 1.5 s. */
+    /**
+     * The test's handler: replies the request reversed; "fail..." throws; "slow" answers after 1.5 s;
+     * a request larger than the response: its length and {@link #digest}.
+     */
     private static int reverse(MemorySegment request, MemorySegment response) throws Exception {
         int n = (int) request.byteSize();
+        if (n > response.byteSize()) {
+            response.set(ValueLayout.JAVA_INT_UNALIGNED, 0, n);
+            response.set(ValueLayout.JAVA_LONG_UNALIGNED, 4, digest(request));
+            return 12;
+        }
         String text = n <= 16 ? new String(request.toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8) : "";
         if (text.startsWith("fail")) {
             throw new IllegalArgumentException("no such key: " + text);
@@ -49,6 +57,15 @@ class RpcIT {
             response.set(ValueLayout.JAVA_BYTE, i, request.get(ValueLayout.JAVA_BYTE, n - 1 - i));
         }
         return n;
+    }
+
+    /** Every byte of {@code s}, each weighed by its place. */
+    private static long digest(MemorySegment s) {
+        long d = 0;
+        for (long i = 0; i < s.byteSize(); i++) {
+            d = d * 31 + s.get(ValueLayout.JAVA_BYTE, i);
+        }
+        return d;
     }
 
     private static MemorySegment bytes(String s) {
@@ -65,7 +82,7 @@ class RpcIT {
     @ValueSource(strings = {"rxe", "siw"})
     void callsAreAnsweredAndFailuresCarried(String provider) throws Exception {
         InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
-        MessageChannel.Config config = new MessageChannel.Config().messageSize(1024).slots(8);
+        MessageChannel.Config config = new MessageChannel.Config().messageSize(1024).slots(8).largestMessage(2 << 20);
         try (RpcServer server = RpcServer.start(address, config, RpcIT::reverse);
              RpcClient client = RpcClient.connect(address, config, TIMEOUT);
              Arena arena = Arena.ofConfined()) {
@@ -83,7 +100,22 @@ class RpcIT {
                     assertEquals((byte) ((full.byteSize() - 1 - i) * 13), r.segment().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
                 }
             }
-            assertThrows(IllegalArgumentException.class, () -> client.call(arena.allocate(client.maxPayloadSize() + 1), TIMEOUT));
+            // requests larger than a slot: by rendezvous, the handler sees every byte
+            assertEquals((2 << 20) - 12, client.maxRequestSize());
+            for (long size : new long[] {client.maxPayloadSize() + 1, client.maxRequestSize()}) {
+                MemorySegment large = arena.allocate(size);
+                for (int i = 0; i < size; i++) {
+                    large.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + size));
+                }
+                try (RpcClient.Response r = client.call(large, TIMEOUT)) {
+                    assertEquals(12, r.length());
+                    assertEquals(size, r.segment().get(ValueLayout.JAVA_INT_UNALIGNED, 0));
+                    assertEquals(digest(large), r.segment().get(ValueLayout.JAVA_LONG_UNALIGNED, 4), "the digest of " + size + " bytes");
+                }
+            }
+            IllegalArgumentException tooLarge = assertThrows(IllegalArgumentException.class,
+                    () -> client.call(arena.allocate(client.maxRequestSize() + 1), TIMEOUT));
+            assertTrue(tooLarge.getMessage().contains("larger than the " + client.maxRequestSize()), tooLarge.getMessage());
             RpcException failed = assertThrows(RpcException.class, () -> client.call(bytes("fail k1"), TIMEOUT));
             assertEquals(RpcException.Kind.REMOTE, failed.kind());
             assertTrue(failed.getMessage().contains("IllegalArgumentException: no such key: fail k1"), failed.getMessage());

@@ -34,7 +34,9 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * {@code results.md}, {@code results.svg}, the raw JMH JSON and perftest's output into the output
  * directory. scripts/bench runs it (inside scripts/with-rdma when the host has no device).
  *
- * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--no-perftest] [--critical] [--jfr] [--machine TEXT]}.
+ * <p>Arguments: {@code [--quick] [--out DIR] [--include REGEX] [--tools REGEX] [--no-perftest] [--critical] [--jfr]
+ * [--machine TEXT]}; {@code --tools} runs only the tool pairs whose key (see {@link #runTools})
+ * matches, and no JMH benchmark.
  */
 public final class BenchMain {
     private static final String PKG = BenchMain.class.getPackageName();
@@ -43,6 +45,8 @@ public final class BenchMain {
     private final boolean quick;
     private final Path out;
     private final String include;
+    /** The tool pairs to run (their keys); null: every benchmark and pair. */
+    private final Pattern toolsOnly;
     private final boolean perftest;
     private final boolean critical;
     private final boolean jfr;
@@ -52,8 +56,9 @@ public final class BenchMain {
     /** The C ping-pong's median round trip per "write:size" / "send:size", in ns. */
     private final Map<String, Double> cPingPong = new LinkedHashMap<>();
 
-    private BenchMain(boolean quick, Path out, String include, boolean perftest, boolean critical, boolean jfr,
+    private BenchMain(boolean quick, Path out, String include, Pattern toolsOnly, boolean perftest, boolean critical, boolean jfr,
                       String machine) {
+        this.toolsOnly = toolsOnly;
         this.jfr = jfr;
         this.quick = quick;
         this.out = out;
@@ -70,12 +75,14 @@ public final class BenchMain {
         boolean jfr = false;
         Path out = Path.of("jmh/results");
         String include = ".*";
+        Pattern toolsOnly = null;
         String machine = System.getenv().getOrDefault("BENCH_MACHINE", "unknown machine");
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--quick", "-quick" -> quick = true;
                 case "--out" -> out = Path.of(args[++i]);
                 case "--include" -> include = args[++i];
+                case "--tools" -> toolsOnly = Pattern.compile(args[++i]);
                 case "--no-perftest" -> perftest = false;
                 case "--critical" -> critical = true;
                 case "--jfr" -> jfr = true;
@@ -84,7 +91,7 @@ public final class BenchMain {
             }
         }
         Files.createDirectories(out);
-        new BenchMain(quick, out.toAbsolutePath(), include, perftest, critical, jfr, machine).run();
+        new BenchMain(quick, out.toAbsolutePath(), include, toolsOnly, perftest, critical, jfr, machine).run();
     }
 
     private ChainedOptionsBuilder options(String regex, String json, String... jvmArgs) {
@@ -120,6 +127,11 @@ public final class BenchMain {
 
     private void run() throws Exception {
         long t0 = System.nanoTime();
+        if (toolsOnly != null) {
+            runTools();
+            finish(t0);
+            return;
+        }
         // CallShapes runs on the host (scripts/bench, before the VM): its point is the real CPU's speed
         jmh("main", include.equals(".*") ? "(?!CallShapes\\.|SharedQueue\\.).*" : include, "jmh-main.json");
         if (include.equals(".*") || Pattern.compile(include).matcher("PingPong.write").find()) {
@@ -137,7 +149,12 @@ public final class BenchMain {
             runPerftest();
             runTools();
         }
-        String table = table() + hostCalls();
+        finish(t0);
+    }
+
+    /** Prints and writes the table and chart; fails the run if a benchmark of a full run has no figure. */
+    private void finish(long t0) throws IOException {
+        String table = table() + channelTable() + hostCalls();
         String when = ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z"));
         String header = "panama-verbs benchmarks, " + when + (quick ? " (quick mode: figures are rough)" : "")
                 + "\nMachine: " + machine + "; device " + Rdma.DEVICE
@@ -152,7 +169,7 @@ public final class BenchMain {
         List<String> missing = rows.stream()
                 .filter(r -> !(r.java() > 0) || !(r.c() > 0 || r.name().startsWith("tools: ") && r.perftest() > 0))
                 .map(Row::name).toList();
-        if (include.equals(".*") && !missing.isEmpty()) {
+        if (include.equals(".*") && toolsOnly == null && !missing.isEmpty()) {
             System.err.println("benchmarks without a figure: " + String.join("; ", missing));
             System.exit(1);
         }
@@ -232,6 +249,9 @@ public final class BenchMain {
             log.append("==== round ").append(round).append(" of ").append(rounds).append('\n');
             for (String[] pair : pairs) {
                 for (int iters : quick ? new int[] {200} : new int[] {1000, 100_000}) {
+                    if (!wanted(pair[0] + ":" + iters)) {
+                        continue;
+                    }
                     String args = common + " -s 2 -n " + iters;
                     double[][] jc = both(javaFirst, () -> parse(pair("samples/run " + pair[0], args + " --timeout 120", log), 2, 9),
                             () -> parse(pair(pair[1], args + " -F", log), 2, 9));
@@ -243,33 +263,67 @@ public final class BenchMain {
                 }
             }
             String args = common + " -s 64 -n " + (quick ? 2000 : 50000);
-            double[][] jc = both(javaFirst, () -> parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5),
-                    () -> parse(pair("ib_write_bw", args + " -F", log), 64, 5));
-            runs.computeIfAbsent("write-bw", k -> new ArrayList<>()).add(new double[] {
-                    jc[0] == null ? Double.NaN : jc[0][4], jc[1] == null ? Double.NaN : jc[1][4]});
+            if (wanted("write-bw")) {
+                double[][] jc = both(javaFirst, () -> parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5),
+                        () -> parse(pair("ib_write_bw", args + " -F", log), 64, 5));
+                runs.computeIfAbsent("write-bw", k -> new ArrayList<>()).add(new double[] {
+                        jc[0] == null ? Double.NaN : jc[0][4], jc[1] == null ? Double.NaN : jc[1][4]});
+            }
             // Woken by completion events: rdma-core's ibv_rc_pingpong -e beside the Java rc-pingpong -e whose
             // loop runs in a virtual thread (each wait parks it; the event loop thread wakes it)
             String ev = "-d " + dev + " -i " + port + " -g " + gid + " -e -n " + (quick ? 200 : 1000);
-            double[][] u = both(javaFirst, () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log))},
-                    () -> new double[] {usecPerIter(pair("ibv_rc_pingpong", ev, log))});
-            runs.computeIfAbsent("rc-pingpong-e", k -> new ArrayList<>()).add(new double[] {u[0][0], u[1][0]});
+            if (wanted("rc-pingpong-e")) {
+                double[][] u = both(javaFirst, () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log))},
+                        () -> new double[] {usecPerIter(pair("ibv_rc_pingpong", ev, log))});
+                runs.computeIfAbsent("rc-pingpong-e", k -> new ArrayList<>()).add(new double[] {u[0][0], u[1][0]});
+            }
             // The channel layer's RPC round trip (rpc-ping: request and reply of SIZE bytes, each reply's
-            // bytes checked) beside the raw send/receive round trip of the same size (ib_send_lat)
-            // (and -r: an RDMA READ through the exported region's token, beside ib_read_lat)
+            // bytes checked) beside the raw send/receive round trip of the same size: the Java pair below the
+            // channel (send-lat; on events rc-pingpong -e, a virtual thread) and perftest's (ib_send_lat);
+            // -r: an RDMA READ through the exported region's token, beside read-lat and ib_read_lat;
+            // -P: the rate of 8 calls in flight, beside the message rate of send-bw and ib_send_bw;
+            // -T: the same calls over the JDK's TCP sockets (no pair beside it)
             for (String[] rpc : quick ? new String[][] {{"64", "busy"}}
-                    : new String[][] {{"64", "busy"}, {"4096", "busy"}, {"64", "events"}, {"64", "read"}}) {
-                boolean read = rpc[1].equals("read");
-                boolean busy = !rpc[1].equals("events");
-                String rpcArgs = "-s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? " -b" : "") + (read ? " -r" : "");
-                String perfArgs = common + " -s " + rpc[0] + " -n " + (quick ? 200 : 1000) + (busy ? "" : " -e") + " -F";
-                double[][] r = both(javaFirst, () -> rpcPing(rpcArgs, log), () -> parse(pair(read ? "ib_read_lat" : "ib_send_lat", perfArgs, log),
-                        Integer.parseInt(rpc[0]), 9));
-                // ib_send_lat prints half the round trip (perftest divides a send's by 2, a READ's by 1):
-                // rpc-ping's round trip goes beside twice its figures
-                double trip = read ? 1 : 2;
-                runs.computeIfAbsent("rpc:" + rpc[0] + ":" + rpc[1], k -> new ArrayList<>()).add(new double[] {
-                        r[0] == null ? Double.NaN : r[0][0], r[1] == null ? Double.NaN : trip * r[1][4],
-                        r[0] == null ? Double.NaN : r[0][1], r[1] == null ? Double.NaN : trip * r[1][7]});
+                    : new String[][] {{"64", "busy"}, {"4096", "busy"}, {"64", "events"}, {"64", "read"}, {"64", "pipelined"},
+                        {"64", "tcp"}}) {
+                String key = "rpc:" + rpc[0] + ":" + rpc[1];
+                if (!wanted(key)) {
+                    continue;
+                }
+                String size = rpc[0];
+                int n = quick ? 200 : 1000;
+                double[] row = switch (rpc[1]) {
+                    case "busy", "read" -> {
+                        boolean read = rpc[1].equals("read");
+                        String lat = common + " -s " + size + " -n " + n;
+                        // ib_send_lat and send-lat print half the round trip (perftest divides a send's by 2, a
+                        // READ's by 1): rpc-ping's round trip goes beside twice their figures
+                        double trip = read ? 1 : 2;
+                        double[][] r = three(javaFirst, () -> rpcPing("-s " + size + " -n " + n + " -b" + (read ? " -r" : ""), log),
+                                () -> parse(pair("samples/run " + (read ? "read-lat" : "send-lat"), lat + " --timeout 120", log), Integer.parseInt(size), 9),
+                                () -> parse(pair(read ? "ib_read_lat" : "ib_send_lat", lat + " -F", log), Integer.parseInt(size), 9));
+                        yield new double[] {at(r[0], 0), trip * at(r[2], 4), at(r[0], 1), trip * at(r[2], 7), trip * at(r[1], 4)};
+                    }
+                    case "events" -> {
+                        String pp = "-d " + dev + " -i " + port + " -g " + gid + " -e -s " + size + " -n " + n;
+                        double[][] r = three(javaFirst, () -> rpcPing("-s " + size + " -n " + n, log),
+                                () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", pp + " --virtual --timeout 120", log))},
+                                () -> parse(pair("ib_send_lat", common + " -s " + size + " -n " + n + " -e -F", log), Integer.parseInt(size), 9));
+                        yield new double[] {at(r[0], 0), 2 * at(r[2], 4), at(r[0], 1), 2 * at(r[2], 7), at(r[1], 0)};
+                    }
+                    case "pipelined" -> { // rates in Mpps
+                        String bw = common + " -s " + size + " -n 50000";
+                        double[][] r = three(javaFirst, () -> rpcRate("-s " + size + " -n 20000 -b -P 8", log),
+                                () -> parse(pair("samples/run send-bw", bw + " --timeout 120", log), Integer.parseInt(size), 5),
+                                () -> parse(pair("ib_send_bw", bw + " -F", log), Integer.parseInt(size), 5));
+                        yield new double[] {at(r[0], 0), at(r[2], 4), Double.NaN, Double.NaN, at(r[1], 4)};
+                    }
+                    default -> { // tcp
+                        double[] t = rpcPing("-s " + size + " -n " + n + " -T", log);
+                        yield new double[] {at(t, 0), Double.NaN, at(t, 1), Double.NaN, Double.NaN};
+                    }
+                };
+                runs.computeIfAbsent(key, k -> new ArrayList<>()).add(row);
             }
         }
         for (Map.Entry<String, List<double[]>> e : runs.entrySet()) {
@@ -291,6 +345,30 @@ public final class BenchMain {
     /** A tool pair's measurement: its figures, or null if the pair did not produce them. */
     private interface PairRun {
         double[] run() throws IOException, InterruptedException;
+    }
+
+    /** Whether the tool pair {@code key} runs (every one unless {@code --tools}). */
+    private boolean wanted(String key) {
+        return toolsOnly == null || toolsOnly.matcher(key).find();
+    }
+
+    /** {@code v[i]}, or NaN if the pair gave no figures. */
+    private static double at(double[] v, int i) {
+        return v == null ? Double.NaN : v[i];
+    }
+
+    /**
+     * Runs the channel tool's pair, the raw Java pair and perftest's: in that order, or the reverse;
+     * returns {channel's, raw Java's, perftest's}.
+     */
+    private static double[][] three(boolean channelFirst, PairRun channel, PairRun raw, PairRun c) throws IOException, InterruptedException {
+        double[][] r = new double[3][];
+        PairRun[] order = channelFirst ? new PairRun[] {channel, raw, c} : new PairRun[] {c, raw, channel};
+        for (int i = 0; i < 3; i++) {
+            double[] v = order[i].run();
+            r[channelFirst ? i : 2 - i] = v;
+        }
+        return r;
     }
 
     /** Runs Java's pair and perftest's, in the order given; returns {Java's, perftest's}. */
@@ -360,15 +438,28 @@ public final class BenchMain {
      * client's median and 99th percentile (us), or null.
      */
     private static double[] rpcPing(String args, StringBuilder log) throws IOException, InterruptedException {
+        String text = rpcPair(args, log);
+        Matcher m = Pattern.compile("median ([0-9.]+) us, average [0-9.]+ us, 99% ([0-9.]+) us").matcher(text);
+        return m.find() ? new double[] {Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2))} : null;
+    }
+
+    /** An {@code rpc-ping -P} pair (as {@link #rpcPing}): its rate in millions of calls a second, or null. */
+    private static double[] rpcRate(String args, StringBuilder log) throws IOException, InterruptedException {
+        Matcher m = Pattern.compile(": ([0-9.]+) calls/s").matcher(rpcPair(args, log));
+        return m.find() ? new double[] {Double.parseDouble(m.group(1)) / 1e6} : null;
+    }
+
+    /** The output of an {@code rpc-ping} pair with {@code args} (the server's flags too), over RDMA_IP. */
+    private static String rpcPair(String args, StringBuilder log) throws IOException, InterruptedException {
         String ip = System.getenv("RDMA_IP");
         if (ip == null) {
             log.append("rpc-ping: no RDMA_IP (the device's address) in the environment\n");
-            return null;
+            return "";
         }
-        String tool = "samples/run rpc-ping -p " + rpcPort++ + " " + args;
-        String text = pair(tool + " " + ip, tool + " --client " + ip, true, log);
-        Matcher m = Pattern.compile("median ([0-9.]+) us, average [0-9.]+ us, 99% ([0-9.]+) us").matcher(text);
-        return m.find() ? new double[] {Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2))} : null;
+        // the server takes the flags both sides need (-s -b -r -T); -n and -P are the client's alone
+        String serverArgs = args.replaceAll("-[nP] [0-9]+ ?", "").trim();
+        String port = "-p " + rpcPort++ + " ";
+        return pair("samples/run rpc-ping " + port + serverArgs + " " + ip, "samples/run rpc-ping " + port + args + " --client " + ip, true, log);
     }
 
     /** The client's "N iters in S seconds = U usec/iter" of rc-pingpong (its output comes first), or NaN. */
@@ -495,6 +586,15 @@ public final class BenchMain {
                         + size + ", t_typical)", v[0] * 1000, Double.NaN, v[1] * 1000, Double.NaN, Double.NaN, "ns"));
                 continue;
             }
+            if (e.getKey().endsWith(":tcp")) {
+                continue; // no perftest beside it: in the channel table only
+            }
+            if (e.getKey().endsWith(":pipelined")) {
+                String size = e.getKey().split(":")[1];
+                rows.add(new Row("tools: rpc-ping -P 8 -b -s " + size + " (8 calls in flight), per call (1/call rate; perftest = "
+                        + "ib_send_bw -s " + size + ", 1/msg rate)", 1000 / v[0], Double.NaN, 1000 / v[1], Double.NaN, Double.NaN, "ns"));
+                continue;
+            }
             if (e.getKey().startsWith("rpc:")) {
                 String[] k = e.getKey().split(":");
                 boolean busy = k[2].equals("busy");
@@ -548,6 +648,40 @@ public final class BenchMain {
         return t.toString();
     }
 
+    /**
+     * The channel layer beside what it is built on, from the rpc-ping rows: its round trip (or
+     * rate) against the Java pair below the channel (the issue's targets: at most 1.15x its round
+     * trip, 1.10x for a READ, at least 0.8x its rate) and against perftest's; the TCP line.
+     */
+    private String channelTable() {
+        if (tools.keySet().stream().noneMatch(k -> k.startsWith("rpc:"))) {
+            return "";
+        }
+        StringBuilder t = new StringBuilder("\n| Channel layer (rpc-ping pair, medians) | rpc-ping | Java below the channel | ratio (target) | perftest | ratio |\n"
+                + "|---|---:|---:|---:|---:|---:|\n");
+        for (Map.Entry<String, double[]> e : tools.entrySet()) {
+            String[] k = e.getKey().split(":");
+            if (!k[0].equals("rpc")) {
+                continue;
+            }
+            double[] v = e.getValue();
+            switch (k[2]) {
+                case "pipelined" -> t.append(String.format(Locale.ROOT, "| %s B calls, 8 in flight, busy (send-bw; ib_send_bw), M/s | %.4f | %.4f | %.2f (>= 0.8) | %.4f | %.2f |%n",
+                        k[1], v[0], v[4], v[0] / v[4], v[1], v[0] / v[1]));
+                case "tcp" -> t.append(String.format(Locale.ROOT, "| %s B calls over TCP (JDK sockets, same VM), round trip | %.1f us | | | | |%n", k[1], v[0]));
+                default -> {
+                    boolean read = k[2].equals("read");
+                    String below = read ? "read-lat; ib_read_lat" : k[2].equals("events") ? "rc-pingpong -e --virtual; ib_send_lat -e x 2"
+                            : "send-lat x 2; ib_send_lat x 2";
+                    t.append(String.format(Locale.ROOT, "| %s B %s, %s (%s) | %.1f us | %.1f us | %.2f (<= %s) | %.1f us | %.2f |%n",
+                            k[1], read ? "RDMA READ through a RegionToken" : "call, round trip", read || k[2].equals("busy") ? "busy" : "events",
+                            below, v[0], v[4], v[0] / v[4], read ? "1.10" : "1.15", v[1], v[0] / v[1]));
+                }
+            }
+        }
+        return t.toString();
+    }
+
     /** Every round of the tool pairs (full runs): Java / perftest per round, t_typical (and the message rate, us/iter). */
     private String roundsTable() {
         if (toolRounds.isEmpty() || toolRounds.values().iterator().next().size() < 2) {
@@ -562,13 +696,23 @@ public final class BenchMain {
         for (Map.Entry<String, List<double[]>> e : toolRounds.entrySet()) {
             String k = e.getKey();
             String what = k.equals("write-bw") ? "write-bw -s 64, Mpps" : k.equals("rc-pingpong-e") ? "rc-pingpong -e --virtual, us/iter"
+                    : k.endsWith(":pipelined") ? "rpc-ping -P 8 / send-bw / ib_send_bw, 64 B, M calls or msgs/s"
+                    : k.endsWith(":tcp") ? "rpc-ping -T (TCP), 64 B, median us (99%)"
                     : k.startsWith("rpc:") ? "rpc-ping " + k.substring(4).replace(":", " B, ") + (k.endsWith(":read")
-                    ? " / ib_read_lat" : " / ib_send_lat x 2 (round trip)") + ", median us (99%)"
+                    ? " / read-lat / ib_read_lat" : k.endsWith(":events") ? " / rc-pingpong -e / ib_send_lat -e x 2"
+                    : " / send-lat x 2 / ib_send_lat x 2") + ", median us (99%)"
                     : k.replace(":", " 2 B, ") + " iters, t_typical us (99%)";
             t.append("| ").append(what).append(" |");
             for (double[] v : e.getValue()) {
-                t.append(' ').append(String.format(Locale.ROOT, k.equals("write-bw") ? "%.4f / %.4f" : "%.1f / %.1f", v[0], v[1]));
-                if (v.length == 4) {
+                boolean rate = k.equals("write-bw") || k.endsWith(":pipelined");
+                t.append(' ').append(String.format(Locale.ROOT, rate ? "%.4f" : "%.1f", v[0]));
+                if (v.length == 5) {
+                    t.append(String.format(Locale.ROOT, rate ? " / %.4f" : " / %.1f", v[4]));
+                }
+                if (!k.endsWith(":tcp")) {
+                    t.append(String.format(Locale.ROOT, rate ? " / %.4f" : " / %.1f", v[1]));
+                }
+                if (v.length >= 4 && !rate) {
                     t.append(String.format(Locale.ROOT, " (%.1f / %.1f)", v[2], v[3]));
                 }
                 t.append(" |");

@@ -26,7 +26,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@code -Dpanamaverbs.samples.warmup=false} skips them). {@code -b} busy-polls instead of waiting
  * for completion events. {@code -r} (both sides) times one-sided RDMA READs of {@code -s} bytes
  * instead, through the {@link RegionToken} of a region the server exports (its reply to an empty
- * call), each read's bytes checked.
+ * call), each read's bytes checked. {@code -P DEPTH} keeps that many calls in flight (as many
+ * virtual threads, each calling in turn) and prints the rate instead. {@code -T} (both sides) makes
+ * the same calls over a TCP socket of the JDK's instead of RDMA, as a reference.
  */
 public final class RpcPing {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -36,13 +38,15 @@ public final class RpcPing {
 
     /** The launcher's {@code rpc-ping}. */
     public static int main(String[] args, PrintStream out) {
-        Options o = new Options("rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] [-r] LOCAL_ADDRESS   (server)\n"
-                + "rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] [-r] SERVER --client              (client)")
+        Options o = new Options("rpc-ping [-p PORT] [-s SIZE] [-b] [-r | -T] LOCAL_ADDRESS                      (server)\n"
+                + "rpc-ping [-p PORT] [-s SIZE] [-n ITERS] [-b] [-r | -T] [-P DEPTH] SERVER --client   (client)")
                 .value('p', "port", "PORT", "the server's port (default 7481)")
                 .value('s', "size", "SIZE", "request and reply bytes, up to 1 MiB; give the server the same (default 64)")
                 .value('n', "iters", "ITERS", "calls (default 1000)")
                 .flag('b', "busy-poll", "spin on the completion queue instead of waiting for events")
                 .flag('r', "read", "time RDMA READs of SIZE bytes through the server's exported region instead of calls")
+                .value('P', "pipeline", "DEPTH", "keep DEPTH calls in flight (as many threads) and print the rate (default 1)")
+                .flag('T', "tcp", "the same calls over TCP (JDK sockets) instead of RDMA, for reference")
                 .flag('c', "client", "call the server at the address (else serve on it)");
         if (!o.parse(args, out)) {
             return 0;
@@ -56,6 +60,15 @@ public final class RpcPing {
         if (read && size == 0) {
             throw new Options.UsageException("-r reads -s bytes: give 1 or more");
         }
+        int depth = o.integer("pipeline", 1, 1, 1024);
+        if (o.has("tcp") && (read || depth > 1)) {
+            throw new Options.UsageException("-T makes single calls: not with -r or -P");
+        }
+        InetSocketAddress address = new InetSocketAddress(o.positional().get(0), o.integer("port", 7481, 1, 65535));
+        int iters = o.integer("iters", 1000, 1, 100_000_000);
+        if (o.has("tcp")) {
+            return o.has("client") ? TcpPing.call(address, size, iters, out) : TcpPing.serve(address, size, out);
+        }
         MessageChannel.Config config = new MessageChannel.Config().messageSize(Math.max(4096, size + RpcClient.HEADER))
                 .busyPoll(o.has("busy-poll"));
         AtomicReference<MemoryRegion> exported = new AtomicReference<>(); // -r: the server's region, in the channels' domain
@@ -64,16 +77,13 @@ public final class RpcPing {
                 synchronized (exported) {
                     if (exported.get() == null) {
                         MemoryRegion region = ctx.allocateProtectionDomain().allocateAndRegister(Math.max(1, size), AccessFlag.REMOTE_READ);
-                        for (int i = 0; i < size; i++) {
-                            region.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
-                        }
+                        pattern(region.segment(), size);
                         exported.set(region);
                     }
                     return exported.get().protectionDomain();
                 }
             });
         }
-        InetSocketAddress address = new InetSocketAddress(o.positional().get(0), o.integer("port", 7481, 1, 65535));
         if (!o.has("client")) {
             try (RpcServer server = RpcServer.start(address, config, (request, response) -> {
                 if (read && request.byteSize() == 0) { // -r: the token of the exported region
@@ -92,11 +102,13 @@ public final class RpcPing {
             }
             return 0;
         }
-        int iters = o.integer("iters", 1000, 1, 100_000_000);
         long[] rtt = new long[iters];
         MemorySegment request = MemorySegment.ofArray(new byte[size]);
         if (read) {
             return reads(address, config, size, iters, out);
+        }
+        if (depth > 1) {
+            return pipelined(address, config.slots(Math.max(16, 2 * depth)), size, iters, depth, out);
         }
         try (RpcClient client = RpcClient.connect(address, config, TIMEOUT)) {
             if (Common.warmUp()) { // calls until the JIT has compiled the loop, as the latency tools warm theirs up
@@ -120,13 +132,65 @@ public final class RpcPing {
         return report(rtt, "calls", size, out);
     }
 
+    /**
+     * {@code -P}: {@code depth} virtual threads calling at once, {@code iters} calls in all (each
+     * reply's bytes checked), after as many warm-up calls; prints the rate.
+     */
+    private static int pipelined(InetSocketAddress address, MessageChannel.Config config, int size, int iters, int depth,
+                                 PrintStream out) {
+        try (RpcClient client = RpcClient.connect(address, config, TIMEOUT)) {
+            if (Common.warmUp()) {
+                Common.untilCompiled(() -> calls(client, size, 100 * depth, depth), TIMEOUT);
+            }
+            long start = System.nanoTime();
+            calls(client, size, iters, depth);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            out.printf("rpc-ping: %d calls of %d bytes, %d in flight: %.0f calls/s, %.2f us per call%n", iters, size, depth,
+                    iters / seconds, seconds * 1e6 / iters);
+        }
+        return 0;
+    }
+
+    /** {@code iters} calls from {@code depth} virtual threads, each reply checked; the first failure is thrown. */
+    private static void calls(RpcClient client, int size, int iters, int depth) {
+        AtomicReference<RuntimeException> failed = new AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+        Thread[] threads = new Thread[depth];
+        for (int t = 0; t < depth; t++) {
+            threads[t] = Thread.ofVirtual().start(() -> {
+                MemorySegment request = MemorySegment.ofArray(new byte[size]);
+                try {
+                    for (int i; (i = next.getAndIncrement()) < iters && failed.get() == null; ) {
+                        request.fill((byte) i);
+                        try (RpcClient.Response r = client.call(request, TIMEOUT)) {
+                            if (r.length() != size || r.segment().mismatch(request) != -1) {
+                                throw new SampleException("reply " + i + " differs from its request (" + r.length() + " bytes)");
+                            }
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    failed.compareAndSet(null, e);
+                }
+            });
+        }
+        for (Thread t : threads) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new SampleException("interrupted");
+            }
+        }
+        if (failed.get() != null) {
+            throw failed.get();
+        }
+    }
+
     /** {@code -r}: the token from an empty call, then timed RDMA READs through it, each one's bytes checked. */
     private static int reads(InetSocketAddress address, MessageChannel.Config config, int size, int iters, PrintStream out) {
         long[] rtt = new long[iters];
         MemorySegment expected = MemorySegment.ofArray(new byte[size]);
-        for (int i = 0; i < size; i++) {
-            expected.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
-        }
+        pattern(expected, size);
         try (RpcClient client = RpcClient.connect(address, config, TIMEOUT);
              MemoryRegion local = client.channel().connection().protectionDomain().allocateAndRegister(Math.max(1, size))) {
             RegionToken token;
@@ -155,7 +219,14 @@ public final class RpcPing {
         return report(rtt, "reads", size, out);
     }
 
-    private static int report(long[] rtt, String what, int size, PrintStream out) {
+    /** The bytes of the exported region (-r), which every read checks. */
+    private static void pattern(MemorySegment s, int size) {
+        for (int i = 0; i < size; i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
+        }
+    }
+
+    static int report(long[] rtt, String what, int size, PrintStream out) {
         int iters = rtt.length;
         Arrays.sort(rtt);
         double avg = Arrays.stream(rtt).average().orElse(0) / 1000;

@@ -57,7 +57,8 @@ class AppsIT {
 
     /**
      * On Soft-RoCE only (the RPC layer's tests, RpcIT, run on both): each process costs the emulated
-     * CPU half a minute. A server with -r answers calls and exports a region: a client calls, another reads.
+     * CPU half a minute. A server with -r answers calls and exports a region: a client calls, another reads, a third
+     * keeps 4 calls in flight.
      */
     @org.junit.jupiter.api.Test
     void rpcPingChecksEveryReply() throws Exception {
@@ -65,16 +66,20 @@ class AppsIT {
         String port = port();
         try (Proc server = Proc.java(otherCpu(), "rpc-ping", "-p", port, "-s", "100", "-r", ip)) {
             awaitListening(port, server, LIMIT);
-            for (String mode : new String[] {"calls", "reads"}) {
+            for (String mode : new String[] {"calls", "reads", "pipelined"}) {
                 List<String> args = new java.util.ArrayList<>(List.of("-p", port, "-s", "100", "-n", "300", "--client", ip));
                 if (mode.equals("reads")) {
                     args.add("-r");
                 }
+                if (mode.equals("pipelined")) { // 4 virtual threads calling at once, busy-polling on one carrier
+                    args.addAll(List.of("-P", "4", "-b"));
+                }
                 try (Proc client = Proc.java(List.of(), "rpc-ping", args.toArray(String[]::new))) {
                     Run c = client.await(LIMIT, server.output());
                     assertEquals(0, c.status(), c.out() + c.err());
-                    assertTrue(c.out().matches("(?s)rpc-ping: 300 " + mode + " of 100 bytes: median [0-9.]+ us, average [0-9.]+ us, "
-                            + "99% [0-9.]+ us\\R"), c.out());
+                    assertTrue(c.out().matches(mode.equals("pipelined")
+                            ? "(?s)rpc-ping: 300 calls of 100 bytes, 4 in flight: [0-9.]+ calls/s, [0-9.]+ us per call\\R"
+                            : "(?s)rpc-ping: 300 " + mode + " of 100 bytes: median [0-9.]+ us, average [0-9.]+ us, 99% [0-9.]+ us\\R"), c.out());
                 }
             }
         }

@@ -253,7 +253,7 @@ public final class BenchMain {
                         continue;
                     }
                     String args = common + " -s 2 -n " + iters;
-                    double[][] jc = both(javaFirst, () -> parse(pair("samples/run " + pair[0], args + " --timeout 120", log), 2, 9),
+                    double[][] jc = inTurn(javaFirst, () -> parse(pair("samples/run " + pair[0], args + " --timeout 120", log), 2, 9),
                             () -> parse(pair(pair[1], args + " -F", log), 2, 9));
                     double[] j = jc[0];
                     double[] c = jc[1];
@@ -264,7 +264,7 @@ public final class BenchMain {
             }
             String args = common + " -s 64 -n " + (quick ? 2000 : 50000);
             if (wanted("write-bw")) {
-                double[][] jc = both(javaFirst, () -> parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5),
+                double[][] jc = inTurn(javaFirst, () -> parse(pair("samples/run write-bw", args + " --timeout 120", log), 64, 5),
                         () -> parse(pair("ib_write_bw", args + " -F", log), 64, 5));
                 runs.computeIfAbsent("write-bw", k -> new ArrayList<>()).add(new double[] {
                         jc[0] == null ? Double.NaN : jc[0][4], jc[1] == null ? Double.NaN : jc[1][4]});
@@ -273,7 +273,7 @@ public final class BenchMain {
             // loop runs in a virtual thread (each wait parks it; the event loop thread wakes it)
             String ev = "-d " + dev + " -i " + port + " -g " + gid + " -e -n " + (quick ? 200 : 1000);
             if (wanted("rc-pingpong-e")) {
-                double[][] u = both(javaFirst, () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log))},
+                double[][] u = inTurn(javaFirst, () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", ev + " --virtual --timeout 120", log))},
                         () -> new double[] {usecPerIter(pair("ibv_rc_pingpong", ev, log))});
                 runs.computeIfAbsent("rc-pingpong-e", k -> new ArrayList<>()).add(new double[] {u[0][0], u[1][0]});
             }
@@ -299,21 +299,21 @@ public final class BenchMain {
                         // ib_send_lat and send-lat print half the round trip (perftest divides a send's by 2, a
                         // READ's by 1): rpc-ping's round trip goes beside twice their figures
                         double trip = read ? 1 : 2;
-                        double[][] r = three(javaFirst, () -> rpcPing("-s " + size + " -n " + n + " -b" + (read ? " -r" : ""), log),
+                        double[][] r = inTurn(javaFirst, () -> rpcPing("-s " + size + " -n " + n + " -b" + (read ? " -r" : ""), log),
                                 () -> parse(pair("samples/run " + (read ? "read-lat" : "send-lat"), lat + " --timeout 120", log), Integer.parseInt(size), 9),
                                 () -> parse(pair(read ? "ib_read_lat" : "ib_send_lat", lat + " -F", log), Integer.parseInt(size), 9));
                         yield new double[] {at(r[0], 0), trip * at(r[2], 4), at(r[0], 1), trip * at(r[2], 7), trip * at(r[1], 4)};
                     }
                     case "events" -> {
                         String pp = "-d " + dev + " -i " + port + " -g " + gid + " -e -s " + size + " -n " + n;
-                        double[][] r = three(javaFirst, () -> rpcPing("-s " + size + " -n " + n, log),
+                        double[][] r = inTurn(javaFirst, () -> rpcPing("-s " + size + " -n " + n, log),
                                 () -> new double[] {usecPerIter(pair("samples/run rc-pingpong", pp + " --virtual --timeout 120", log))},
                                 () -> parse(pair("ib_send_lat", common + " -s " + size + " -n " + n + " -e -F", log), Integer.parseInt(size), 9));
                         yield new double[] {at(r[0], 0), 2 * at(r[2], 4), at(r[0], 1), 2 * at(r[2], 7), at(r[1], 0)};
                     }
                     case "pipelined" -> { // rates in Mpps
                         String bw = common + " -s " + size + " -n 50000";
-                        double[][] r = three(javaFirst, () -> rpcRate("-s " + size + " -n 20000 -b -P 8", log),
+                        double[][] r = inTurn(javaFirst, () -> rpcRate("-s " + size + " -n 20000 -b -P 8", log),
                                 () -> parse(pair("samples/run send-bw", bw + " --timeout 120", log), Integer.parseInt(size), 5),
                                 () -> parse(pair("ib_send_bw", bw + " -F", log), Integer.parseInt(size), 5));
                         yield new double[] {at(r[0], 0), at(r[2], 4), Double.NaN, Double.NaN, at(r[1], 4)};
@@ -358,28 +358,14 @@ public final class BenchMain {
     }
 
     /**
-     * Runs the channel tool's pair, the raw Java pair and perftest's: in that order, or the reverse;
-     * returns {channel's, raw Java's, perftest's}.
+     * Runs {@code runs} in the order given ({@code forward}) or the reverse, so that neither side
+     * of a comparison always goes first; returns their figures in the order given.
      */
-    private static double[][] three(boolean channelFirst, PairRun channel, PairRun raw, PairRun c) throws IOException, InterruptedException {
-        double[][] r = new double[3][];
-        PairRun[] order = channelFirst ? new PairRun[] {channel, raw, c} : new PairRun[] {c, raw, channel};
-        for (int i = 0; i < 3; i++) {
-            double[] v = order[i].run();
-            r[channelFirst ? i : 2 - i] = v;
-        }
-        return r;
-    }
-
-    /** Runs Java's pair and perftest's, in the order given; returns {Java's, perftest's}. */
-    private static double[][] both(boolean javaFirst, PairRun java, PairRun c) throws IOException, InterruptedException {
-        double[][] r = new double[2][];
-        if (javaFirst) {
-            r[0] = java.run();
-            r[1] = c.run();
-        } else {
-            r[1] = c.run();
-            r[0] = java.run();
+    private static double[][] inTurn(boolean forward, PairRun... runs) throws IOException, InterruptedException {
+        double[][] r = new double[runs.length][];
+        for (int i = 0; i < runs.length; i++) {
+            int k = forward ? i : runs.length - 1 - i;
+            r[k] = runs[k].run();
         }
         return r;
     }

@@ -95,6 +95,8 @@ public final class MessageChannel implements AutoCloseable {
     private static final long STEP = 64 * 1024;
     private static final java.lang.invoke.VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    /** Busy polling: the polls between two looks at the deadline. */
+    private static final int BUSY_SPINS = 64;
 
     /** The channel's sizes and how it waits. Mutable and not thread-safe. */
     public static final class Config {
@@ -223,6 +225,11 @@ public final class MessageChannel implements AutoCloseable {
     private final Semaphore receivers = new Semaphore(1, true);
     /** Held by the one thread that polls or waits on the completion queue. */
     private final AtomicBoolean poller = new AtomicBoolean();
+    /**
+     * The threads waiting for the poller ({@link #progress}); written under lock, read by the poller
+     * as it leaves, which signals them only when there are some.
+     */
+    private volatile int waiting;
     private final WorkCompletions batch = new WorkCompletions(32);
     private final SendRequest[] sends;
     private final ReceiveRequest[] receives;
@@ -803,10 +810,17 @@ public final class MessageChannel implements AutoCloseable {
         }
         if (poller.compareAndSet(false, true)) {
             try {
-                int n = setup.config.busyPoll ? setup.cq.poll(batch)
-                        : setup.cq.await(batch, Duration.ofNanos(Math.min(left, SLICE_NANOS)));
-                if (n == 0 && setup.config.busyPoll) {
-                    Thread.onSpinWait();
+                int n;
+                if (setup.config.busyPoll) {
+                    // spin as C's loops and perftest's do: no PAUSE (on an emulated CPU it leaves the
+                    // translated code at each turn, and slows the peer's kernel too), no lock until
+                    // something completed; the deadline is looked at every BUSY_SPINS polls
+                    int spins = 0;
+                    while ((n = setup.cq.poll(batch)) == 0 && ++spins < BUSY_SPINS) {
+                        // poll again
+                    }
+                } else {
+                    n = setup.cq.await(batch, Duration.ofNanos(Math.min(left, SLICE_NANOS)));
                 }
                 if (n > 0) {
                     lock.lock();
@@ -832,17 +846,26 @@ public final class MessageChannel implements AutoCloseable {
             } finally {
                 poller.set(false);
             }
-            lock.lock();
-            try {
-                changed.signalAll(); // another waiter may take over the polling
-            } finally {
-                lock.unlock();
+            if (waiting > 0) { // read after the poller is let go; a waiter looks at it after counting itself
+                lock.lock();
+                try {
+                    changed.signalAll(); // another waiter may take over the polling
+                } finally {
+                    lock.unlock();
+                }
             }
         } else {
             lock.lock();
             try {
                 if (broken == null && (!receiving || arrived.isEmpty() || arrived.peek().data == null)) {
-                    changed.awaitNanos(Math.min(left, setup.config.busyPoll ? 100_000 : SLICE_NANOS));
+                    waiting++;
+                    try {
+                        if (poller.get()) { // else the poller left before seeing this waiter: go round again
+                            changed.awaitNanos(Math.min(left, setup.config.busyPoll ? 100_000 : SLICE_NANOS));
+                        }
+                    } finally {
+                        waiting--;
+                    }
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -92,19 +92,27 @@ public final class RpcServer implements AutoCloseable {
     private void serve(MessageChannel channel) {
         try {
             while (true) {
-                MessageChannel.Received r = channel.receive(SLICE);
-                if (r == null) {
-                    continue;
-                }
-                try (r) {
-                    answer(channel, r.segment());
-                }
+                serveOne(channel);
             }
         } catch (ChannelException | IllegalStateException e) {
             // the client went, or the server is closing (its rings freed under a handler)
         } finally {
             channels.remove(channel);
             closeQuietly(channel);
+        }
+    }
+
+    /**
+     * Waits for one request, at most a {@link #SLICE}, and answers it. A method of its own, so that
+     * the JIT compiles it after a few hundred requests (the loop around it would be compiled only
+     * after tens of thousands).
+     */
+    private void serveOne(MessageChannel channel) {
+        MessageChannel.Received r = channel.receive(SLICE);
+        if (r != null) {
+            try (r) {
+                answer(channel, r.segment());
+            }
         }
     }
 

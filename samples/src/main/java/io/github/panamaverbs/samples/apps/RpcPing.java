@@ -111,22 +111,15 @@ public final class RpcPing {
             return pipelined(address, config.slots(Math.max(16, 2 * depth)), size, iters, depth, out);
         }
         try (RpcClient client = RpcClient.connect(address, config, TIMEOUT)) {
-            if (Common.warmUp()) { // calls until the JIT has compiled the loop, as the latency tools warm theirs up
+            if (Common.warmUp()) { // calls until the JIT has compiled them, as the latency tools warm their step up
                 Common.untilCompiled(() -> {
                     for (int i = 0; i < 200; i++) {
-                        client.call(request, TIMEOUT).close();
+                        timedCall(client, request, i, size);
                     }
                 }, TIMEOUT);
             }
             for (int i = 0; i < iters; i++) {
-                request.fill((byte) i);
-                long start = System.nanoTime();
-                try (RpcClient.Response r = client.call(request, TIMEOUT)) {
-                    rtt[i] = System.nanoTime() - start;
-                    if (r.length() != size || r.segment().mismatch(request) != -1) {
-                        throw new SampleException("reply " + i + " differs from its request (" + r.length() + " bytes)");
-                    }
-                }
+                rtt[i] = timedCall(client, request, i, size);
             }
         }
         return report(rtt, "calls", size, out);
@@ -151,6 +144,23 @@ public final class RpcPing {
         return 0;
     }
 
+    /**
+     * Call {@code i}: its round trip in nanoseconds, its reply's bytes checked. One method for each
+     * call, so that the warm-up compiles what the timed loop runs (a loop's own method would be
+     * compiled only after tens of thousands of turns, during the measurement).
+     */
+    private static long timedCall(RpcClient client, MemorySegment request, int i, int size) {
+        request.fill((byte) i);
+        long start = System.nanoTime();
+        try (RpcClient.Response r = client.call(request, TIMEOUT)) {
+            long rtt = System.nanoTime() - start;
+            if (r.length() != size || r.segment().mismatch(request) != -1) {
+                throw new SampleException("reply " + i + " differs from its request (" + r.length() + " bytes)");
+            }
+            return rtt;
+        }
+    }
+
     /** {@code iters} calls from {@code depth} virtual threads, each reply checked; the first failure is thrown. */
     private static void calls(RpcClient client, int size, int iters, int depth) {
         AtomicReference<RuntimeException> failed = new AtomicReference<>();
@@ -161,12 +171,7 @@ public final class RpcPing {
                 MemorySegment request = MemorySegment.ofArray(new byte[size]);
                 try {
                     for (int i; (i = next.getAndIncrement()) < iters && failed.get() == null; ) {
-                        request.fill((byte) i);
-                        try (RpcClient.Response r = client.call(request, TIMEOUT)) {
-                            if (r.length() != size || r.segment().mismatch(request) != -1) {
-                                throw new SampleException("reply " + i + " differs from its request (" + r.length() + " bytes)");
-                            }
-                        }
+                        timedCall(client, request, i, size);
                     }
                 } catch (RuntimeException e) {
                     failed.compareAndSet(null, e);
@@ -202,21 +207,28 @@ public final class RpcPing {
             if (Common.warmUp()) {
                 Common.untilCompiled(() -> {
                     for (int i = 0; i < 200; i++) {
-                        remote.read(0, local, 0, size);
+                        timedRead(remote, local, got, expected, i);
                     }
                 }, TIMEOUT);
             }
             for (int i = 0; i < iters; i++) {
-                got.fill((byte) 0);
-                long start = System.nanoTime();
-                remote.read(0, local, 0, size);
-                rtt[i] = System.nanoTime() - start;
-                if (got.mismatch(expected) != -1) {
-                    throw new SampleException("read " + i + " differs from the server's region");
-                }
+                rtt[i] = timedRead(remote, local, got, expected, i);
             }
         }
         return report(rtt, "reads", size, out);
+    }
+
+    /** Read {@code i} (as {@link #timedCall}): its time in nanoseconds, its bytes checked. */
+    private static long timedRead(MessageChannel.RemoteMemory remote, MemoryRegion local, MemorySegment got, MemorySegment expected,
+                                  int i) {
+        got.fill((byte) 0);
+        long start = System.nanoTime();
+        remote.read(0, local, 0, (int) got.byteSize());
+        long rtt = System.nanoTime() - start;
+        if (got.mismatch(expected) != -1) {
+            throw new SampleException("read " + i + " differs from the server's region");
+        }
+        return rtt;
     }
 
     /** The bytes of the exported region (-r), which every read checks. */

@@ -230,11 +230,25 @@ public final class MessageChannel implements AutoCloseable {
      * as it leaves, which signals them only when there are some.
      */
     private volatile int waiting;
+    /** Counts what waiting threads wait for: completions handled, slots and operations given back, the end; under lock. */
+    private long progressed;
     private final WorkCompletions batch = new WorkCompletions(32);
     private final SendRequest[] sends;
+    /** Whether each slot's request is signaled now (set only when it changes). */
+    private final boolean[] signaledNow;
     private final ReceiveRequest[] receives;
+    /**
+     * The data slots released and not yet posted again, posted together in one call once there are
+     * {@link #repostBatch}, or at once while the peer holds half its credits or less; under lock.
+     */
+    private final int[] toRepost;
+    private int toRepostCount;
+    private final int repostBatch;
+    /** Each send slot's bytes after the header, and each receive slot's (read-only): made once, handed out as they are. */
+    private final MemorySegment[] sendViews;
+    private final MemorySegment[] receiveViews;
     // ---- under lock
-    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>();
+    private final Slots freeSlots;
     /**
      * The slots posted and not yet known to be sent, in the order posted: a ring of {@link #slots}
      * from {@link #postedHead}. Only every {@link #signalEvery}-th send asks for a completion (and
@@ -256,8 +270,9 @@ public final class MessageChannel implements AutoCloseable {
     private int told;
     /** Data messages received in total: the peer has used that many of the credits it was told of. */
     private int received;
-    private ChannelException broken;
-    private final ArrayDeque<Integer> freeOps = new ArrayDeque<>();
+    /** Set once, under lock, when the channel ends; read without it by {@link #check()}. */
+    private volatile ChannelException broken;
+    private final Slots freeOps;
     private final SendRequest[] ops;
     private final boolean[] opDone;
     private final WcStatus[] opStatus;
@@ -292,6 +307,32 @@ public final class MessageChannel implements AutoCloseable {
 
         boolean free() {
             return !taken && (long) WORD.getVolatile(region.segment(), 0L) == sequence;
+        }
+    }
+
+    /** Free slot numbers, the last freed taken first (its memory is the likeliest to be in cache). */
+    private static final class Slots {
+        private final int[] items;
+        private int size;
+
+        Slots(int capacity) {
+            items = new int[capacity];
+        }
+
+        boolean isEmpty() {
+            return size == 0;
+        }
+
+        int size() {
+            return size;
+        }
+
+        int pop() {
+            return items[--size];
+        }
+
+        void push(int slot) {
+            items[size++] = slot;
         }
     }
 
@@ -480,19 +521,32 @@ public final class MessageChannel implements AutoCloseable {
         this.posted = slots;
         this.told = slots;
         this.sends = new SendRequest[slots];
+        this.signaledNow = new boolean[slots];
+        this.toRepost = new int[slots];
+        this.repostBatch = Math.max(1, slots / 4);
         this.postedOrder = new int[slots];
         this.signalEvery = Math.max(1, slots / 2);
-        for (int i = 0; i < slots; i++) {
-            sends[i] = new SendRequest(1).id(i).opcode(SendOpcode.SEND);
-            freeSlots.add(i);
+        this.freeSlots = new Slots(slots);
+        this.sendViews = new MemorySegment[slots];
+        for (int i = slots - 1; i >= 0; i--) {
+            // solicited: the peer waiting on events wakes for messages only, not its own sends' completions
+            sends[i] = new SendRequest(1).id(i).opcode(SendOpcode.SEND).solicited(true)
+                    .sge(setup.sendRing, (long) i * slotBytes, slotBytes); // each post sets only the length
+            sendViews[i] = setup.sendRing.segment().asSlice((long) i * slotBytes + HEADER, slotMessage);
+            freeSlots.push(i);
+        }
+        this.receiveViews = new MemorySegment[slots + RESERVE];
+        for (int i = 0; i < receiveViews.length; i++) {
+            receiveViews[i] = setup.receiveRing.segment().asSlice((long) i * slotBytes + HEADER, setup.config.messageSize).asReadOnly();
         }
         int remoteOps = setup.config.remoteOps;
         this.ops = new SendRequest[remoteOps];
         this.opDone = new boolean[remoteOps];
         this.opStatus = new WcStatus[remoteOps];
-        for (int i = 0; i < remoteOps; i++) {
+        this.freeOps = new Slots(remoteOps);
+        for (int i = remoteOps - 1; i >= 0; i--) {
             ops[i] = new SendRequest(1).id(ONE_SIDED_ID | i).signaled(true);
-            freeOps.add(i);
+            freeOps.push(i);
         }
         this.atomics = connection.id().context().queryDevice().atomicCap() != 0;
     }
@@ -527,9 +581,9 @@ public final class MessageChannel implements AutoCloseable {
     }
 
     /**
-     * Sends a copy of {@code data}, waiting at most {@code timeout} for a slot and a credit. A message
-     * larger than {@link #slotSize()} goes by rendezvous: it is copied into registered memory of this
-     * side (reused once the peer has read it; also waited for, when every slot's worth is unread).
+     * Sends a copy of {@code data}, waiting at most {@code timeout} for a slot and a credit: a
+     * {@link #claim(int, Duration)} of its size, the copy, and the commit. A message larger than
+     * {@link #slotSize()} goes by rendezvous.
      *
      * @param data    the message, at most {@link #maxMessageSize()} bytes (0 is a message too)
      * @param timeout the longest to wait for credit
@@ -542,15 +596,13 @@ public final class MessageChannel implements AutoCloseable {
         if (data.byteSize() > maxMessage) {
             throw tooLarge(data.byteSize(), maxMessage);
         }
-        if (data.byteSize() > slotMessage) {
-            return sendLarge(data, deadline(timeout));
-        }
-        Outgoing out = claim(timeout);
+        int size = (int) data.byteSize();
+        Outgoing out = claim(size, timeout);
         if (out == null) {
             return false;
         }
-        out.segment().copyFrom(data);
-        out.commit((int) data.byteSize());
+        MemorySegment.copy(data, 0, out.segment(), 0, size);
+        out.commit(size);
         return true;
     }
 
@@ -560,40 +612,59 @@ public final class MessageChannel implements AutoCloseable {
                 : " (the peer's Config.largestMessage)"));
     }
 
-    /** {@link #send} of a message larger than a slot: a staged copy, and its address in a slot. */
-    private boolean sendLarge(MemorySegment data, long deadline) {
-        Staged copy = stage(data.byteSize(), deadline);
-        if (copy == null) {
-            return false;
+    /**
+     * Claims room for a message of up to {@code size} bytes, and a credit, waiting at most
+     * {@code timeout}: fill {@link Outgoing#segment()} and {@link Outgoing#commit(int)} it. Up to
+     * {@link #slotSize()} it is a slot of the send ring, as {@link #claim(Duration)} gives; a larger
+     * size is registered memory of this side, which the commit sends by rendezvous (the peer reads
+     * it with an RDMA READ: the message is written once, where it leaves from), or copies into a
+     * slot when what was written fits one. That memory is reused once the peer has read it, and
+     * waited for when every slot's worth is unread.
+     *
+     * @param size    the most bytes the message will have, up to {@link #maxMessageSize()}
+     * @param timeout the longest to wait for credit (and for registered memory)
+     * @return the room, or null if none came in time
+     * @throws IllegalArgumentException if {@code size} is negative or larger than {@link #maxMessageSize()}
+     * @throws ChannelException         if the channel is closed or broken
+     */
+    public Outgoing claim(int size, Duration timeout) {
+        if (size < 0 || size > maxMessage) {
+            throw size < 0 ? new IllegalArgumentException("negative size " + size) : tooLarge(size, maxMessage);
         }
+        if (size <= slotMessage) {
+            return claim(timeout);
+        }
+        long deadline = deadline(timeout);
+        Staged copy = stage(size, deadline);
+        if (copy == null) {
+            return null;
+        }
+        Outgoing out = null;
         try {
-            MemorySegment.copy(data, 0, copy.region.segment(), 8, data.byteSize());
-            Outgoing out = claimUntil(deadline);
+            out = takeSlot();
             if (out == null) {
-                return false;
-            }
-            lock.lock();
-            try {
-                out.done = true;
-                check();
-                MemorySegment slot = setup.sendRing.segment().asSlice((long) out.slot * slotBytes + HEADER, DESCRIPTOR);
-                copy.sequence = ++stagedSequence;
-                slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, copy.region.address() + 8);
-                slot.set(ValueLayout.JAVA_INT_UNALIGNED, 8, (int) data.byteSize());
-                slot.set(ValueLayout.JAVA_INT_UNALIGNED, 12, copy.region.rkey());
-                slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, copy.sequence);
-                post(out.slot, RENDEZVOUS, DESCRIPTOR);
-                return true;
-            } finally {
-                lock.unlock();
+                out = claimUntil(deadline);
             }
         } finally {
-            lock.lock();
-            try {
-                copy.taken = false;
-            } finally {
-                lock.unlock();
+            if (out == null) {
+                unstage(copy);
             }
+        }
+        if (out != null) {
+            out.copy = copy;
+            out.capacity = size;
+        }
+        return out;
+    }
+
+    /** Gives back a staged copy that was taken (free again once the peer has read what it sent from it). */
+    private void unstage(Staged copy) {
+        lock.lock();
+        try {
+            copy.taken = false;
+            advanced();
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -603,9 +674,11 @@ public final class MessageChannel implements AutoCloseable {
      */
     private Staged stage(long size, long deadline) {
         while (true) {
+            long seen;
             lock.lock();
             try {
                 check();
+                seen = progressed;
                 Staged best = null;
                 Staged small = null;
                 for (Staged s : staged) {
@@ -633,7 +706,7 @@ public final class MessageChannel implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
-            if (!progress(deadline)) {
+            if (!progress(deadline, seen)) {
                 return null;
             }
         }
@@ -652,11 +725,63 @@ public final class MessageChannel implements AutoCloseable {
      * @throws ChannelException if the channel is closed or broken
      */
     public Outgoing claim(Duration timeout) {
-        return claimUntil(deadline(timeout));
+        long deadline = deadline(timeout);
+        Outgoing out = takeSlot();
+        return out != null ? out : claimUntil(deadline);
+    }
+
+    /**
+     * Claims a slot of the send ring and a credit if both are free now, without waiting: the
+     * non-blocking form of {@link #claim(Duration)}. When none is, it reads the completion queue once
+     * (a send that completed frees its slot) and looks again.
+     *
+     * @return the slot, or null if there is no slot or no credit now ({@link #sendable()} is 0)
+     * @throws ChannelException if the channel is closed or broken
+     */
+    public Outgoing tryClaim() {
+        Outgoing out = takeSlot();
+        if (out == null && poll() > 0) {
+            out = takeSlot();
+        }
+        return out;
+    }
+
+    /**
+     * {@return how many messages could be claimed now without waiting: the free slots of the send
+     * ring, or the peer's credits if fewer} A non-blocking sender stops at 0 (back-pressure) and
+     * tries again after {@link #poll()} handled completions.
+     *
+     * @throws ChannelException if the channel is closed or broken
+     */
+    public int sendable() {
+        lock.lock();
+        try {
+            check();
+            return Math.max(0, Math.min(freeSlots.size(), peerPosted - claimed));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A slot and a credit if both are free now, else null. */
+    private Outgoing takeSlot() {
+        lock.lock();
+        try {
+            check();
+            return freeSlots.isEmpty() || peerPosted - claimed <= 0 ? null : claimSlot();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Takes a free slot and a credit, both known to be there; under lock. */
+    private Outgoing claimSlot() {
+        claimed++;
+        return new Outgoing(freeSlots.pop());
     }
 
     private Outgoing claimUntil(long deadline) {
-        if (!admit(claimers, deadline)) {
+        if (!claimers.tryAcquire() && !admit(claimers, deadline)) {
             return null;
         }
         try {
@@ -690,15 +815,18 @@ public final class MessageChannel implements AutoCloseable {
         ChannelEvents.CreditStall stall = null; // made when the first look finds no credit or no slot
         try {
             while (true) {
+                long seen;
                 lock.lock();
                 try {
                     check();
                     if (!freeSlots.isEmpty() && peerPosted - claimed > 0) {
-                        claimed++;
-                        Outgoing out = new Outgoing(freeSlots.poll());
                         stalled(stall, "credit came");
-                        return out;
+                        return claimSlot();
                     }
+                    if (freeSlots.isEmpty()) {
+                        wakeForAll(); // a slot comes back with a send's completion, which raises no event for a poller armed for messages
+                    }
+                    seen = progressed;
                 } finally {
                     lock.unlock();
                 }
@@ -706,7 +834,7 @@ public final class MessageChannel implements AutoCloseable {
                     stall = new ChannelEvents.CreditStall();
                     stall.begin();
                 }
-                if (!progress(deadline)) {
+                if (!progress(deadline, seen)) {
                     stalled(stall, "timed out");
                     return null;
                 }
@@ -734,48 +862,75 @@ public final class MessageChannel implements AutoCloseable {
      *                          still given first)
      */
     public Received receive(Duration timeout) {
-        long deadline = deadline(timeout);
-        lock.lock();
-        try {
-            Received r = nextArrived();
-            if (r != null) {
-                return r;
-            }
-        } finally {
-            lock.unlock();
+        return receiveUntil(deadline(timeout));
+    }
+
+    /** {@link #receive(Duration)} until {@code deadline} ({@link System#nanoTime()}). */
+    Received receiveUntil(long deadline) {
+        Received r = arrivedNow();
+        if (r != null) {
+            return r;
         }
-        if (!admit(receivers, deadline)) {
+        if (!receivers.tryAcquire() && !admit(receivers, deadline)) {
             return null;
         }
         try {
-            return receiveWithin(deadline);
+            while (true) {
+                long seen;
+                lock.lock();
+                try {
+                    r = nextArrived();
+                    if (r != null) {
+                        return r;
+                    }
+                    check();
+                    seen = progressed;
+                } finally {
+                    lock.unlock();
+                }
+                if (!progress(deadline, seen)) {
+                    return null;
+                }
+            }
         } finally {
             receivers.release();
         }
     }
 
-    private Received receiveWithin(long deadline) {
-        while (true) {
-            lock.lock();
-            try {
-                Received r = nextArrived();
-                if (r != null) {
-                    return r;
-                }
+    /**
+     * The next message if it has arrived, without waiting: the non-blocking form of
+     * {@link #receive(Duration)}. When none has, it reads the completion queue once and looks again.
+     *
+     * @return the message (close it once read), or null if none has arrived
+     * @throws ChannelException if the channel is closed or broken (messages that arrived before are
+     *                          still given first)
+     */
+    public Received tryReceive() {
+        Received r = arrivedNow();
+        if (r == null && poll() > 0) {
+            r = arrivedNow();
+        }
+        return r;
+    }
+
+    /** The next message if it is there; else throws if the channel has ended, or returns null. */
+    private Received arrivedNow() {
+        lock.lock();
+        try {
+            Received r = nextArrived();
+            if (r == null) {
                 check();
-            } finally {
-                lock.unlock();
             }
-            if (!progress(deadline, true)) {
-                return null;
-            }
+            return r;
+        } finally {
+            lock.unlock();
         }
     }
 
     /** The next message if it is there (a large one: read); under lock. */
     private Received nextArrived() {
         Received r = arrived.peek();
-        return r != null && r.data != null ? arrived.poll() : null;
+        return r != null && r.length >= 0 ? arrived.poll() : null;
     }
 
     private static long deadline(Duration timeout) {
@@ -784,26 +939,19 @@ public final class MessageChannel implements AutoCloseable {
     }
 
     private void check() {
-        if (broken != null) {
-            throw new ChannelException(broken.getMessage());
+        ChannelException b = broken;
+        if (b != null) {
+            throw new ChannelException(b.getMessage());
         }
     }
 
     /**
      * Moves the channel on once: one thread polls (or waits on) the completion queue, the others wait
-     * for it. Returns false when the deadline has passed.
+     * for it, unless the channel moved on since they looked ({@link #progressed} is not {@code seen}
+     * any more: they look again instead of waiting for a wake-up that came already). Returns false
+     * when the deadline has passed.
      */
-    private boolean progress(long deadline) {
-        return progress(deadline, false);
-    }
-
-    /**
-     * {@link #progress(long)}; {@code receiving}: for the receiver, which does not wait for the
-     * poller when a message is there to take. Anyone else waits regardless: a sender that went round
-     * again because a message waits for the receiver would spin, never parking, and on a single
-     * carrier thread keep that receiver (and everyone else) from running.
-     */
-    private boolean progress(long deadline, boolean receiving) {
+    private boolean progress(long deadline, long seen) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
             return false;
@@ -820,44 +968,23 @@ public final class MessageChannel implements AutoCloseable {
                         // poll again
                     }
                 } else {
-                    n = setup.cq.await(batch, Duration.ofNanos(Math.min(left, SLICE_NANOS)));
+                    n = awaitCompletions(Math.min(left, SLICE_NANOS));
                 }
                 if (n > 0) {
-                    lock.lock();
-                    try {
-                        for (int i = 0; i < n; i++) {
-                            completed(i);
-                        }
-                        changed.signalAll();
-                    } finally {
-                        lock.unlock();
-                    }
+                    handle(n);
                 }
             } catch (IllegalStateException e) {
                 if (Thread.currentThread().isInterrupted()) {
                     throw new ChannelException(name + ": interrupted while waiting");
                 }
-                lock.lock();
-                try {
-                    breakWith(name + " is closed"); // the queue or the rings closed under the wait
-                } finally {
-                    lock.unlock();
-                }
+                closedUnder();
             } finally {
-                poller.set(false);
-            }
-            if (waiting > 0) { // read after the poller is let go; a waiter looks at it after counting itself
-                lock.lock();
-                try {
-                    changed.signalAll(); // another waiter may take over the polling
-                } finally {
-                    lock.unlock();
-                }
+                letPollerGo();
             }
         } else {
             lock.lock();
             try {
-                if (broken == null && (!receiving || arrived.isEmpty() || arrived.peek().data == null)) {
+                if (broken == null && progressed == seen) {
                     waiting++;
                     try {
                         if (poller.get()) { // else the poller left before seeing this waiter: go round again
@@ -875,6 +1002,157 @@ public final class MessageChannel implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /**
+     * The poller's wait on completion events, at most {@code nanos}, in the order the verbs require
+     * (poll; arm; poll again; wait; poll). It arms for the peer's messages only (they are sent
+     * solicited) unless a thread waits for this side's own completions: a free send slot, a one-sided
+     * operation, a large message's READ. A thread that comes to wait for those while the poller is
+     * armed for messages arms for every completion itself ({@link #wakeForAll()}).
+     */
+    private int awaitCompletions(long nanos) {
+        int n = setup.cq.poll(batch);
+        if (n > 0) {
+            return n;
+        }
+        boolean messagesOnly;
+        lock.lock();
+        try {
+            messagesOnly = !freeSlots.isEmpty() && freeOps.size() == ops.length && reading == null;
+        } finally {
+            lock.unlock();
+        }
+        setup.cq.requestNotification(messagesOnly);
+        n = setup.cq.poll(batch);
+        if (n > 0 || setup.events.awaitEvent(Duration.ofNanos(nanos)).isEmpty()) {
+            return n;
+        }
+        return setup.cq.poll(batch);
+    }
+
+    /** In event mode, arms the queue for its next completion of any kind (see {@link #awaitCompletions}); under lock. */
+    private void wakeForAll() {
+        if (setup.events != null && broken == null) {
+            try {
+                setup.cq.requestNotification(false);
+            } catch (IllegalStateException e) {
+                breakWith(name + " is closed");
+            }
+        }
+    }
+
+    /** Handles the {@code n} completions polled into {@link #batch}, and wakes the threads waiting for them. */
+    private void handle(int n) {
+        lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                completed(i);
+            }
+            advanced();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Something a thread may wait for happened: counted, and the waiting threads woken; under lock. */
+    private void advanced() {
+        progressed++;
+        if (waiting > 0) {
+            changed.signalAll();
+        }
+    }
+
+    /** The queue or the rings closed under a poll: the channel is closed. */
+    private void closedUnder() {
+        lock.lock();
+        try {
+            breakWith(name + " is closed");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The poller leaves; any thread waiting for it is woken, to take over the polling. */
+    private void letPollerGo() {
+        poller.set(false);
+        if (waiting > 0) { // read after the poller is let go; a waiter looks at it after counting itself
+            lock.lock();
+            try {
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Moves the channel on without waiting, the non-blocking core that the blocking calls wait in:
+     * reads the completion queue once, unless another thread is reading it, and handles what
+     * completed (messages arrive, send slots and credits come back, large messages are read). In event
+     * mode it first takes the completion channel's pending events, so that {@link #eventFd()} is not
+     * readable for them any more. A loop that owns the channel (an event loop of its own, a
+     * thread per channel) calls this, then {@link #tryReceive()} and {@link #tryClaim()}.
+     *
+     * @return the completions handled: 0 if none, or if another thread is reading the queue
+     * @throws ChannelException if the channel is closed or broken
+     */
+    public int poll() {
+        check();
+        if (!poller.compareAndSet(false, true)) {
+            return 0;
+        }
+        try {
+            if (setup.events != null) {
+                while (setup.events.awaitEvent(Duration.ZERO).isPresent()) {
+                    // taken and acknowledged: the descriptor is not readable for it any more
+                }
+            }
+            int n = setup.cq.poll(batch);
+            if (n > 0) {
+                handle(n);
+            }
+            return n;
+        } catch (IllegalStateException e) {
+            closedUnder();
+            throw new ChannelException(broken.getMessage());
+        } finally {
+            letPollerGo();
+        }
+    }
+
+    /**
+     * {@return the descriptor that becomes readable when something completes on the channel, once
+     * {@link #arm()}ed: for a caller's own event loop (epoll, a Netty transport), which then calls
+     * {@link #poll()}; -1 when the channel busy-polls ({@link Config#busyPoll(boolean)})}
+     *
+     * @throws IllegalStateException if the channel is closed
+     */
+    public int eventFd() {
+        return setup.events == null ? -1 : setup.events.fd();
+    }
+
+    /**
+     * Asks for an event on {@link #eventFd()} at the next completion, then reads the completion queue
+     * once more (a completion that came before the request raises no event; the verbs require this
+     * look): wait for the descriptor only when it returns 0. Do not mix with the blocking calls at
+     * the same time: they arm and take the events themselves.
+     *
+     * @return the completions handled by the look after the request (0: wait for the descriptor)
+     * @throws IllegalStateException if the channel busy-polls: it has no event descriptor
+     * @throws ChannelException      if the channel is closed or broken
+     */
+    public int arm() {
+        if (setup.events == null) {
+            throw new IllegalStateException(name + " busy-polls (Config.busyPoll): it has no event descriptor to arm");
+        }
+        try {
+            setup.cq.requestNotification(false);
+        } catch (IllegalStateException e) {
+            closedUnder();
+            check();
+        }
+        return poll();
     }
 
     /** One completion of {@link #batch}; under lock. */
@@ -935,7 +1213,7 @@ public final class MessageChannel implements AutoCloseable {
             return;
         }
         received++;
-        arrived.add(new Received(slot, ring.asSlice(base + HEADER, length).asReadOnly()));
+        arrived.add(new Received(slot, length));
     }
 
     /**
@@ -952,7 +1230,7 @@ public final class MessageChannel implements AutoCloseable {
             return;
         }
         received++;
-        Received r = new Received(slot, null);
+        Received r = new Received(slot, -1);
         r.address = descriptor.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
         r.size = size;
         r.rkey = descriptor.get(ValueLayout.JAVA_INT_UNALIGNED, 12);
@@ -1001,6 +1279,7 @@ public final class MessageChannel implements AutoCloseable {
         Received r = reading;
         reading = null;
         r.data = r.landing.segment().asSlice(0, r.size).asReadOnly();
+        r.length = r.size;
         // the sender's copy is free: its sequence number into the 8 bytes before it (two words, used in turn:
         // the one written before is sent, since its WRITE was posted before this READ)
         long word = 8L * setup.config.remoteOps + 8 * (readsDone++ & 1);
@@ -1049,13 +1328,33 @@ public final class MessageChannel implements AutoCloseable {
             ended(message);
             wakeAll();
         }
-        changed.signalAll();
+        advanced();
     }
 
     /** Once, when the channel ends: lets every thread parked at the gates in, to find it broken. */
     private void wakeAll() {
         claimers.release(1 << 24);
         receivers.release(1 << 24);
+    }
+
+    /** Posts the receives of the released slots again, chained in one call: the peer's credits; under lock. */
+    private void repostReleased() {
+        int n = toRepostCount;
+        toRepostCount = 0;
+        ReceiveRequest first = receives[toRepost[0]];
+        for (int i = 1; i < n; i++) {
+            receives[toRepost[i - 1]].next(receives[toRepost[i]]);
+        }
+        try {
+            connection.queuePair().postReceive(first);
+            posted += n;
+        } catch (RuntimeException e) {
+            breakWith(name + ": cannot post a receive: " + e.getMessage());
+        } finally {
+            for (int i = 0; i < n - 1; i++) {
+                receives[toRepost[i]].next(null);
+            }
+        }
     }
 
     private void repost(int slot) {
@@ -1081,7 +1380,7 @@ public final class MessageChannel implements AutoCloseable {
     private void maybeSendCredits() {
         int fresh = posted - told;
         if (fresh > 0 && (fresh >= (slots + 1) / 2 || told - received <= 0) && !freeSlots.isEmpty() && broken == null) {
-            post(freeSlots.poll(), CREDITS_ONLY, 0);
+            post(freeSlots.pop(), CREDITS_ONLY, 0);
         }
     }
 
@@ -1102,7 +1401,12 @@ public final class MessageChannel implements AutoCloseable {
             sinceSignaled = 0;
         }
         try {
-            connection.queuePair().postSend(sends[slot].signaled(signal).sge(setup.sendRing, base, HEADER + bytes));
+            SendRequest request = sends[slot];
+            if (signaledNow[slot] != signal) {
+                request.signaled(signal);
+                signaledNow[slot] = signal;
+            }
+            connection.queuePair().postSend(request.sgeLength(0, HEADER + bytes));
         } catch (RuntimeException e) {
             breakWith(name + ": cannot post a send: " + e.getMessage());
             return;
@@ -1116,7 +1420,7 @@ public final class MessageChannel implements AutoCloseable {
             int s = postedOrder[postedHead];
             postedHead = (postedHead + 1) % slots;
             postedCount--;
-            freeSlots.add(s);
+            freeSlots.push(s);
             if (s == slot) {
                 return;
             }
@@ -1140,62 +1444,72 @@ public final class MessageChannel implements AutoCloseable {
     }
 
     /**
-     * Posts the one-sided operation that {@code fill} writes into a free operation slot's request, and
-     * waits for its completion (bounded by the queue pair's timeout: a peer that is gone fails it).
-     * Returns the slot, still taken (its scratch word holds an atomic's result): give it back with
-     * {@link #releaseOp}.
+     * Posts a one-sided operation in a free operation slot, and waits for its completion (bounded by
+     * the queue pair's timeout: a peer that is gone fails it): an RDMA READ or WRITE of
+     * {@code length} bytes at {@code localOffset} of {@code local}, or, with {@code local} null, an
+     * atomic whose old value lands in the slot's scratch word. Returns the slot, still taken (the
+     * scratch word holds an atomic's result): give it back with {@link #releaseOp}.
      */
-    private int oneSided(java.util.function.Consumer<SendRequest> fill) {
-        long forever = Long.MAX_VALUE / 2;
+    private int oneSided(SendOpcode opcode, MemoryRegion local, long localOffset, int length, long remote, int rkey,
+                         long compareAdd, long swap) {
+        long forever = System.nanoTime() + Long.MAX_VALUE / 2;
         int op;
+        long seen;
         while (true) {
             lock.lock();
             try {
                 check();
-                Integer free = freeOps.poll();
-                if (free != null) {
-                    op = free;
+                seen = progressed;
+                if (!freeOps.isEmpty()) {
+                    op = freeOps.pop();
                     opDone[op] = false;
                     opStatus[op] = null;
+                    SendRequest r = ops[op].opcode(opcode);
                     try {
-                        fill.accept(ops[op]); // the local range is checked here
-                        connection.queuePair().postSend(ops[op]);
+                        if (local == null) {
+                            r.sge(setup.scratch, 8L * op, 8).atomic(remote, rkey, compareAdd, swap);
+                        } else {
+                            r.sge(local, localOffset, length).rdma(remote, rkey); // the local range is checked here
+                        }
+                        connection.queuePair().postSend(r);
                     } catch (RuntimeException e) {
-                        freeOps.add(op);
+                        freeOps.push(op);
                         throw e;
                     }
+                    wakeForAll();
                     break;
                 }
             } finally {
                 lock.unlock();
             }
-            progress(System.nanoTime() + forever);
+            progress(forever, seen);
         }
         while (true) {
+            progress(forever, seen);
             lock.lock();
             try {
                 if (opDone[op]) {
                     WcStatus status = opStatus[op];
                     if (status != WcStatus.SUCCESS) {
-                        freeOps.add(op);
-                        changed.signalAll();
+                        freeOps.push(op);
+                        advanced();
                         check();
                         throw new ChannelException(name + ": " + describe(ops[op]) + " failed with " + status);
                     }
                     return op;
                 }
+                seen = progressed;
             } finally {
                 lock.unlock();
             }
-            progress(System.nanoTime() + forever);
         }
     }
 
     private void releaseOp(int op) {
         lock.lock();
         try {
-            freeOps.add(op);
-            changed.signalAll();
+            freeOps.push(op);
+            advanced();
         } finally {
             lock.unlock();
         }
@@ -1245,7 +1559,7 @@ public final class MessageChannel implements AutoCloseable {
          */
         public void read(long offset, MemoryRegion local, long localOffset, int length) {
             long remote = at(offset, length, RegionToken.Right.READ);
-            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_READ).sge(local, localOffset, length).rdma(remote, token.rkey())));
+            releaseOp(oneSided(SendOpcode.RDMA_READ, Objects.requireNonNull(local, "local"), localOffset, length, remote, token.rkey(), 0, 0));
         }
 
         /**
@@ -1261,7 +1575,7 @@ public final class MessageChannel implements AutoCloseable {
          */
         public void write(long offset, MemoryRegion local, long localOffset, int length) {
             long remote = at(offset, length, RegionToken.Right.WRITE);
-            releaseOp(oneSided(r -> r.opcode(SendOpcode.RDMA_WRITE).sge(local, localOffset, length).rdma(remote, token.rkey())));
+            releaseOp(oneSided(SendOpcode.RDMA_WRITE, Objects.requireNonNull(local, "local"), localOffset, length, remote, token.rkey(), 0, 0));
         }
 
         /**
@@ -1307,7 +1621,7 @@ public final class MessageChannel implements AutoCloseable {
                         + " has no atomic operations (atomic_cap is none; iWARP defines none)");
             }
             MemoryRegion scratch = setup.scratch;
-            int op = oneSided(r -> r.opcode(opcode).sge(scratch, 8L * slot(r), 8).atomic(remote, token.rkey(), compareAdd, swap));
+            int op = oneSided(opcode, null, 0, 8, remote, token.rkey(), compareAdd, swap);
             try {
                 return scratch.segment().get(ValueLayout.JAVA_LONG, 8L * op);
             } finally {
@@ -1386,7 +1700,7 @@ public final class MessageChannel implements AutoCloseable {
                 ended("closed by this side");
                 wakeAll();
             }
-            changed.signalAll();
+            advanced();
         } finally {
             lock.unlock();
         }
@@ -1432,14 +1746,20 @@ public final class MessageChannel implements AutoCloseable {
     public final class Outgoing implements AutoCloseable {
         private final int slot;
         private boolean done;
+        /** A message larger than a slot: where it is written, and its room; else null and the slot's size. */
+        private Staged copy;
+        private int capacity = slotMessage;
 
         private Outgoing(int slot) {
             this.slot = slot;
         }
 
-        /** {@return the slot's registered memory, {@link #slotSize()} bytes} */
+        /**
+         * {@return the registered memory to write the message into: the slot's, {@link #slotSize()}
+         * bytes, or for a larger {@link #claim(int, Duration)} memory of that size}
+         */
         public MemorySegment segment() {
-            return setup.sendRing.segment().asSlice((long) slot * slotBytes + HEADER, slotMessage);
+            return copy == null ? sendViews[slot] : copy.region.segment().asSlice(8, capacity);
         }
 
         /**
@@ -1451,20 +1771,54 @@ public final class MessageChannel implements AutoCloseable {
          * @throws ChannelException         if the channel is closed or broken
          */
         public void commit(int length) {
-            if (length < 0 || length > slotMessage) {
-                throw length < 0 ? new IllegalArgumentException("negative length " + length) : tooLarge(length, slotMessage);
+            commit(length, null);
+        }
+
+        /**
+         * {@link #commit(int)}, having first released {@code request} (when not null) under the same
+         * lock, its receive posted again before the reply is: an RPC server's answer in one step.
+         */
+        void commit(int length, Received request) {
+            if (length < 0 || length > capacity) {
+                throw length < 0 ? new IllegalArgumentException("negative length " + length) : tooLarge(length, capacity);
             }
             lock.lock();
             try {
+                if (request != null) {
+                    request.releaseHeld();
+                }
                 if (done) {
                     throw new IllegalStateException("this slot was committed or closed already");
                 }
                 done = true;
                 check();
-                post(slot, length, length);
+                if (copy == null) {
+                    post(slot, length, length);
+                } else {
+                    sendStaged(length);
+                }
             } finally {
                 lock.unlock();
             }
+        }
+
+        /** The commit of a larger claim: in the slot if it fits, else the staged copy's address and key in it; under lock. */
+        private void sendStaged(int length) {
+            Staged c = copy;
+            c.taken = false;
+            advanced();
+            if (length <= slotMessage) {
+                MemorySegment.copy(c.region.segment(), 8, sendViews[slot], 0, length);
+                post(slot, length, length);
+                return;
+            }
+            MemorySegment d = sendViews[slot];
+            c.sequence = ++stagedSequence;
+            d.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, c.region.address() + 8);
+            d.set(ValueLayout.JAVA_INT_UNALIGNED, 8, length);
+            d.set(ValueLayout.JAVA_INT_UNALIGNED, 12, c.region.rkey());
+            d.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, c.sequence);
+            post(slot, RENDEZVOUS, DESCRIPTOR);
         }
 
         /** Gives the slot and its credit back unless it was committed. */
@@ -1475,8 +1829,11 @@ public final class MessageChannel implements AutoCloseable {
                 if (!done) {
                     done = true;
                     claimed--;
-                    freeSlots.add(slot);
-                    changed.signalAll();
+                    freeSlots.push(slot);
+                    if (copy != null) {
+                        copy.taken = false;
+                    }
+                    advanced();
                 }
             } finally {
                 lock.unlock();
@@ -1490,7 +1847,9 @@ public final class MessageChannel implements AutoCloseable {
      */
     public final class Received implements AutoCloseable {
         private final int slot;
-        /** Null for a large message until it is read. */
+        /** The message's size; -1 for a large message until it is read. */
+        private int length;
+        /** The view given, made when first asked for (a large message's: when read). */
         private MemorySegment data;
         private boolean released;
         // a large message: where the sender's copy is, and the memory it is read into
@@ -1500,19 +1859,24 @@ public final class MessageChannel implements AutoCloseable {
         private long sequence;
         private MemoryRegion landing;
 
-        private Received(int slot, MemorySegment data) {
+        private Received(int slot, int length) {
             this.slot = slot;
-            this.data = data;
+            this.length = length;
         }
 
         /** {@return the message's bytes (read-only; do not keep it past {@link #close()})} */
         public MemorySegment segment() {
-            return data;
+            MemorySegment d = data;
+            if (d == null) {
+                MemorySegment view = receiveViews[slot];
+                data = d = length == view.byteSize() ? view : view.asSlice(0, length);
+            }
+            return d;
         }
 
         /** {@return the message's size in bytes} */
         public int length() {
-            return (int) data.byteSize();
+            return length;
         }
 
         /** Releases the slot: its receive is posted again, which is the peer's credit. Once; later calls do nothing. */
@@ -1520,21 +1884,27 @@ public final class MessageChannel implements AutoCloseable {
         public void close() {
             lock.lock();
             try {
-                if (released) {
-                    return;
-                }
-                released = true;
-                if (landing != null) {
-                    release(landing);
-                }
-                if (broken == null) {
-                    repost(slot);
-                    posted++;
-                    maybeSendCredits();
-                }
-                changed.signalAll();
+                releaseHeld();
             } finally {
                 lock.unlock();
+            }
+        }
+
+        /** {@link #close()}, under lock. */
+        private void releaseHeld() {
+            if (released) {
+                return;
+            }
+            released = true;
+            if (landing != null) {
+                release(landing);
+            }
+            if (broken == null) {
+                toRepost[toRepostCount++] = slot;
+                if (toRepostCount >= repostBatch || told - received <= slots / 2) {
+                    repostReleased();
+                }
+                maybeSendCredits();
             }
         }
     }

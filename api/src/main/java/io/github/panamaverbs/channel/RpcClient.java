@@ -5,12 +5,18 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The client of an {@link RpcServer}: calls over one {@link MessageChannel}, any number at a time
@@ -22,11 +28,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * caller thus posts, polls and takes its reply on its own thread, with no hand-over.
  *
  * <p>A request and a reply each travel as one message of the channel, with a 12-byte header (the
- * request's id, and the reply's status). A reply fits a slot ({@link #maxPayloadSize()}); a request
- * may be larger, up to {@link #maxRequestSize()}: it then goes by the channel's rendezvous (the
- * server reads it with an RDMA READ), with nothing different for the caller or the handler. A
- * {@link Response} is a view of the channel's receive ring: close it when read, as it holds one of
- * the peer's credits until then.
+ * request's id, and the reply's status), in a slot up to {@link #maxPayloadSize()} bytes. A larger
+ * request, up to {@link #maxRequestSize()}, is written once into registered memory that the server
+ * reads by the channel's rendezvous (an RDMA READ), and so is a larger reply of a server that allows
+ * them ({@link RpcServer#start(InetSocketAddress, MessageChannel.Config, int, RpcServer.Handler)}),
+ * with nothing different for the caller or the handler. A {@link Response} is a view of the
+ * channel's receive ring (or of the memory a larger reply was read into): close it when read, as it
+ * holds one of the peer's credits until then.
  */
 public final class RpcClient implements AutoCloseable {
     /**
@@ -38,12 +46,17 @@ public final class RpcClient implements AutoCloseable {
     static final int OK = 0;
     static final int FAILED = 1;
     private static final long READ_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    /** The calls sent and not answered, by id; a power of two (ids that collide go to {@link #overflow}). */
+    private static final int TABLE = 256;
 
     private final MessageChannel channel;
-    private final Map<Long, CompletableFuture<Response>> pending = new ConcurrentHashMap<>();
+    private final AtomicReferenceArray<Call> calls = new AtomicReferenceArray<>(TABLE);
+    private final Map<Long, Call> overflow = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
+    /** The callers waiting for their reply (in {@link #await}), the one reading the channel among them. */
+    private final AtomicInteger awaiting = new AtomicInteger();
     /** Held by the caller that reads the channel. */
-    private final java.util.concurrent.locks.ReentrantLock reading = new java.util.concurrent.locks.ReentrantLock();
+    private final ReentrantLock reading = new ReentrantLock();
     private volatile RpcException ended;
 
     /**
@@ -67,7 +80,11 @@ public final class RpcClient implements AutoCloseable {
         this.channel = Objects.requireNonNull(channel, "channel");
     }
 
-    /** {@return the largest reply this client takes, and request it sends in a slot of the ring} */
+    /**
+     * {@return the largest request or reply that travels in a slot of the ring}: larger ones go by
+     * the channel's rendezvous, up to {@link #maxRequestSize()} for a request and this side's
+     * {@link MessageChannel.Config#largestMessage(int)} less the header for a reply
+     */
     public int maxPayloadSize() {
         return channel.slotSize() - HEADER;
     }
@@ -98,22 +115,28 @@ public final class RpcClient implements AutoCloseable {
      * @throws IllegalArgumentException if {@code request} is larger than {@link #maxRequestSize()}
      */
     public Response call(MemorySegment request, Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Objects.requireNonNull(request, "request");
+        long deadline = System.nanoTime() + Objects.requireNonNull(timeout, "timeout").toNanos();
         Call call;
         try {
             call = send(request, timeout);
         } catch (RpcException e) {
             throw failed(e);
         }
+        awaiting.incrementAndGet();
         try {
             return await(call, deadline, timeout);
         } catch (RpcException e) {
-            pending.remove(call.id());
-            if (!call.reply().cancel(false) && !call.reply().isCompletedExceptionally()) {
-                call.reply().join().close(); // the reply came as the wait gave up: its slot goes back
+            forget(call);
+            if (!call.settle(e) && call.outcome instanceof Response late) {
+                late.close(); // the reply came as the wait gave up: its slot goes back
             }
-            promote(); // this caller may have been woken to read: another reads instead
+            if (awaiting.get() > 1) {
+                promote(); // this caller may have been woken to read: another reads instead
+            }
             throw failed(e);
+        } finally {
+            awaiting.decrementAndGet();
         }
     }
 
@@ -132,40 +155,42 @@ public final class RpcClient implements AutoCloseable {
     /** Waits for {@code call}'s reply, reading the channel while no other caller does. */
     private Response await(Call call, long deadline, Duration timeout) {
         while (true) {
-            if (call.reply().isDone()) {
-                return result(call);
+            Object outcome = call.outcome;
+            if (outcome != null) {
+                return result(outcome);
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
-                throw timedOut(call.id(), timeout);
+                throw timedOut(call.id, timeout);
             }
             if (reading.tryLock()) {
                 try {
-                    while (!call.reply().isDone() && deadline - System.nanoTime() > 0) {
-                        if (readOnce(Math.min(deadline - System.nanoTime(), READ_SLICE_NANOS)) && Thread.currentThread().isVirtual()) {
+                    while (call.outcome == null && deadline - System.nanoTime() > 0) {
+                        if (readOnce(Math.min(deadline, System.nanoTime() + READ_SLICE_NANOS)) && Thread.currentThread().isVirtual()) {
                             Thread.yield(); // the caller just woken may run (and call again) on this carrier
                         }
                     }
                 } finally {
                     reading.unlock();
-                    promote();
+                    if (awaiting.get() > 1) { // read after the unlock: a caller counted before it failed to lock is seen
+                        promote();
+                    }
                 }
             } else {
-                java.util.concurrent.locks.LockSupport.parkNanos(this, left); // until the reply, or our turn to read
+                LockSupport.parkNanos(this, left); // until the reply, or our turn to read
                 if (Thread.interrupted()) {
                     Thread.currentThread().interrupt();
-                    throw new RpcException(RpcException.Kind.CLOSED, "call " + call.id() + " on " + channel + " interrupted", null);
+                    throw new RpcException(RpcException.Kind.CLOSED, "call " + call.id + " on " + channel + " interrupted", null);
                 }
             }
         }
     }
 
-    private static Response result(Call call) {
-        try {
-            return call.reply().join();
-        } catch (java.util.concurrent.CompletionException e) {
-            throw (RpcException) e.getCause();
+    private static Response result(Object outcome) {
+        if (outcome instanceof RpcException e) {
+            throw e;
         }
+        return (Response) outcome;
     }
 
     /**
@@ -174,32 +199,85 @@ public final class RpcClient implements AutoCloseable {
      * send would spend the turn there, while the credit it waits for comes only as replies are read).
      */
     private void promote() {
-        for (CompletableFuture<Response> f : pending.values()) {
-            if (f instanceof Pending p && p.sent && !p.isDone() && p.waiter != null && p.waiter != Thread.currentThread()) {
-                java.util.concurrent.locks.LockSupport.unpark(p.waiter);
+        Thread me = Thread.currentThread();
+        for (int i = 0; i < TABLE; i++) {
+            if (wake(calls.get(i), me)) {
+                return;
+            }
+        }
+        for (Call c : overflow.values()) {
+            if (wake(c, me)) {
                 return;
             }
         }
     }
 
-    /** A call's reply, with the thread that waits for it (woken when it completes). */
-    private static final class Pending extends CompletableFuture<Response> {
-        final Thread waiter;
-        /** Set once the request is posted: from then on the caller waits in {@link #await}. */
-        volatile boolean sent;
+    private static boolean wake(Call c, Thread me) {
+        if (c != null && c.outcome == null && c.waiter != me) {
+            LockSupport.unpark(c.waiter);
+            return true;
+        }
+        return false;
+    }
 
-        Pending(Thread waiter) {
-            this.waiter = waiter;
+    /** A call sent: its id, the thread that waits for it, and its reply or failure once settled. */
+    private static final class Call {
+        final long id;
+        final Thread waiter = Thread.currentThread();
+        /** The {@link Response}, or the {@link RpcException}; null until settled. */
+        volatile Object outcome;
+        private static final VarHandle OUTCOME;
+
+        static {
+            try {
+                OUTCOME = MethodHandles.lookup().findVarHandle(Call.class, "outcome", Object.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
         }
 
-        void finish(Response r, RpcException e) {
-            if (e == null ? complete(r) : completeExceptionally(e)) {
-                if (waiter != null && waiter != Thread.currentThread()) { // the reader's own call: it is awake
-                    java.util.concurrent.locks.LockSupport.unpark(waiter);
+        Call(long id) {
+            this.id = id;
+        }
+
+        /** Settles the call with {@code outcome} unless it is settled already; returns whether it did. */
+        boolean settle(Object result) {
+            return OUTCOME.compareAndSet(this, null, result);
+        }
+
+        /** Settles it with a reply or failure from another thread than the caller's, and wakes the caller. */
+        void finish(Object result) {
+            if (settle(result)) {
+                if (waiter != Thread.currentThread()) { // the reader's own call: it is awake
+                    LockSupport.unpark(waiter);
                 }
-            } else if (r != null) {
+            } else if (result instanceof Response r) {
                 r.close();
             }
+        }
+    }
+
+    /** Makes {@code call} findable by its id, before its request is posted (the reply may come at once). */
+    private void register(Call call) {
+        if (!calls.compareAndSet((int) call.id & (TABLE - 1), null, call)) {
+            overflow.put(call.id, call);
+        }
+    }
+
+    /** Takes the call of reply {@code id}: null if it gave up waiting. */
+    private Call take(long id) {
+        int i = (int) id & (TABLE - 1);
+        Call c = calls.get(i);
+        if (c != null && c.id == id && calls.compareAndSet(i, c, null)) {
+            return c;
+        }
+        return overflow.isEmpty() ? null : overflow.remove(id);
+    }
+
+    /** No reply is looked for any more for {@code call}. */
+    private void forget(Call call) {
+        if (!calls.compareAndSet((int) call.id & (TABLE - 1), call, null)) {
+            overflow.remove(call.id, call);
         }
     }
 
@@ -229,62 +307,41 @@ public final class RpcClient implements AutoCloseable {
         return new RpcException(RpcException.Kind.TIMEOUT, "call " + id + " on " + channel + ": no reply within " + timeout, null);
     }
 
-    private record Call(long id, Pending reply) {
-    }
-
-    /** Registers and sends one request. */
+    /** Sends one request, its call registered first. */
     private Call send(MemorySegment request, Duration timeout) {
-        Objects.requireNonNull(request, "request");
-        Objects.requireNonNull(timeout, "timeout");
-        if (request.byteSize() > maxRequestSize()) {
-            throw new IllegalArgumentException("a request of " + request.byteSize() + " bytes is larger than the "
+        long size = request.byteSize();
+        if (size > maxRequestSize()) {
+            throw new IllegalArgumentException("a request of " + size + " bytes is larger than the "
                     + maxRequestSize() + " that " + channel + " carries (the server's largest message less the " + HEADER + "-byte header)");
         }
-        long id = ids.incrementAndGet();
-        Pending reply = new Pending(Thread.currentThread());
-        pending.put(id, reply);
-        RpcException end = ended;
-        if (end != null) {
-            pending.remove(id);
-            throw end;
-        }
+        Call call = new Call(ids.incrementAndGet());
         try {
-            if (request.byteSize() > maxPayloadSize()) {
-                sendLarge(id, request, timeout);
-                reply.sent = true;
-                return new Call(id, reply);
-            }
-            MessageChannel.Outgoing out = channel.claim(timeout);
+            // in a slot, or, larger, in registered memory that the server reads by rendezvous: written once
+            MessageChannel.Outgoing out = channel.claim(HEADER + (int) size, timeout);
             if (out == null) {
-                pending.remove(id);
-                throw noCredit(id, timeout);
+                throw noCredit(call.id, timeout);
             }
-            MemorySegment slot = out.segment();
-            slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
-            slot.set(ValueLayout.JAVA_INT_UNALIGNED, 8, OK);
-            slot.asSlice(HEADER, request.byteSize()).copyFrom(request);
-            out.commit(HEADER + (int) request.byteSize());
-            reply.sent = true;
+            MemorySegment m = out.segment();
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, call.id);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 8, OK);
+            MemorySegment.copy(request, 0, m, HEADER, size);
+            enter(call, out);
+            out.commit(HEADER + (int) size);
         } catch (ChannelException e) {
-            pending.remove(id);
+            forget(call);
             throw closed(e);
         }
-        return new Call(id, reply);
+        return call;
     }
 
-    /** A request larger than a slot: header and bytes sent as one message, by the channel's rendezvous. */
-    private void sendLarge(long id, MemorySegment request, Duration timeout) {
-        boolean sent;
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-            MemorySegment message = arena.allocate(HEADER + request.byteSize());
-            message.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
-            message.set(ValueLayout.JAVA_INT_UNALIGNED, 8, OK);
-            message.asSlice(HEADER).copyFrom(request);
-            sent = channel.send(message, timeout);
-        }
-        if (!sent) {
-            pending.remove(id);
-            throw noCredit(id, timeout);
+    /** Registers {@code call} unless the client has ended (then gives {@code out}'s room back and throws). */
+    private void enter(Call call, MessageChannel.Outgoing out) {
+        register(call);
+        RpcException end = ended;
+        if (end != null) {
+            forget(call);
+            out.close();
+            throw end;
         }
     }
 
@@ -298,13 +355,13 @@ public final class RpcClient implements AutoCloseable {
     }
 
     /**
-     * Reads the channel for at most {@code nanos}, and hands a reply to its call; returns whether
-     * that call was another thread's.
+     * Reads the channel until {@code deadline} at most, and hands a reply to its call; returns
+     * whether that call was another thread's.
      */
-    private boolean readOnce(long nanos) {
+    private boolean readOnce(long deadline) {
         MessageChannel.Received r;
         try {
-            r = channel.receive(Duration.ofNanos(nanos));
+            r = channel.receiveUntil(deadline);
         } catch (ChannelException e) {
             end(closed(e));
             return false;
@@ -322,29 +379,35 @@ public final class RpcClient implements AutoCloseable {
         }
         long id = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
         int status = m.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
-        CompletableFuture<Response> f = pending.remove(id);
-        if (!(f instanceof Pending reply)) {
+        Call call = take(id);
+        if (call == null) {
             r.close(); // a call that timed out
             return false;
         }
         if (status == OK) {
-            reply.finish(new Response(r), null);
+            call.finish(new Response(r));
         } else {
             String message = new String(m.asSlice(HEADER).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
             r.close();
-            reply.finish(null, new RpcException(RpcException.Kind.REMOTE, "call " + id + " on " + channel
+            call.finish(new RpcException(RpcException.Kind.REMOTE, "call " + id + " on " + channel
                     + " failed on the server: " + message, null));
         }
-        return reply.waiter != Thread.currentThread();
+        return call.waiter != Thread.currentThread();
     }
 
     /** Fails every pending call and every later one with {@code e}. */
     private void end(RpcException e) {
         ended = e;
-        for (Long id : pending.keySet()) {
-            CompletableFuture<Response> f = pending.remove(id);
-            if (f instanceof Pending p) {
-                p.finish(null, e);
+        for (int i = 0; i < TABLE; i++) {
+            Call c = calls.getAndSet(i, null);
+            if (c != null) {
+                c.finish(e);
+            }
+        }
+        for (Long id : overflow.keySet()) {
+            Call c = overflow.remove(id);
+            if (c != null) {
+                c.finish(e);
             }
         }
     }

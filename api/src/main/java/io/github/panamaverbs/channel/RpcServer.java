@@ -15,11 +15,15 @@ import java.util.concurrent.TimeUnit;
  * An RPC server: accepts {@link RpcClient}s' channels on a {@link Listener} and answers each request
  * with its {@link Handler}, which reads the request where it arrived (the channel's receive ring)
  * and writes the response where it leaves (a claimed slot of the send ring): no copy (a request
- * larger than a slot is read by the channel's rendezvous into registered memory first). Each channel
- * is served by one virtual thread, in the order the requests come; the accepting is one more.
+ * larger than a slot is read by the channel's rendezvous into registered memory first). A server
+ * started with a largest reply above a slot gives the handler registered memory of that size
+ * instead: a reply that fits a slot is then copied into one, a larger one goes by rendezvous (the
+ * client reads it where the handler wrote it). Each channel is served by one virtual thread, in the
+ * order the requests come; the accepting is one more.
  */
 public final class RpcServer implements AutoCloseable {
     private static final Duration SLICE = Duration.ofSeconds(1);
+    private static final long SLICE_NANOS = SLICE.toNanos();
 
     /** Answers one request. */
     @FunctionalInterface
@@ -28,7 +32,9 @@ public final class RpcServer implements AutoCloseable {
          * Answers {@code request} into {@code response}.
          *
          * @param request  the request's bytes (read-only, valid during the call)
-         * @param response where the reply goes, {@link RpcServer#maxPayloadSize()} bytes of the send ring
+         * @param response where the reply goes: a slot of the send ring, or registered memory of the
+         *                 server's largest reply ({@link RpcServer#maxPayloadSize()} bytes, fewer for a
+         *                 client that takes less)
          * @return how many bytes of {@code response} are the reply
          * @throws Exception to fail the call: the client's call throws {@link RpcException} with
          *                   {@link RpcException.Kind#REMOTE}, carrying this exception's message
@@ -39,6 +45,8 @@ public final class RpcServer implements AutoCloseable {
     private final Listener listener;
     private final MessageChannel.Config config;
     private final Handler handler;
+    /** The largest reply a handler may write; -1: what a slot holds (the replies travel in slots only). */
+    private final int largestReply;
     private final Set<MessageChannel> channels = ConcurrentHashMap.newKeySet();
     private final Thread acceptor;
     private volatile boolean closed;
@@ -52,13 +60,38 @@ public final class RpcServer implements AutoCloseable {
      * @return the server; close it
      */
     public static RpcServer start(InetSocketAddress local, MessageChannel.Config config, Handler handler) {
-        return new RpcServer(Listener.bind(local, 64), config, handler);
+        return start(local, config, -1, handler);
     }
 
-    private RpcServer(Listener listener, MessageChannel.Config config, Handler handler) {
+    /**
+     * {@link #start(InetSocketAddress, MessageChannel.Config, Handler)}, with replies of up to
+     * {@code largestReply} bytes: the handler writes into registered memory of that size (one per
+     * reply being sent, reused once the client has read it), a reply that fits a slot is copied into
+     * one, and a larger one goes by rendezvous. A client takes replies up to its own
+     * {@link MessageChannel.Config#largestMessage(int)} less the header; the handler of its calls gets
+     * that much room when it is less.
+     *
+     * @param local        the address and port to listen on
+     * @param config       the channels' sizes
+     * @param largestReply the largest reply a handler may write, in bytes
+     * @param handler      answers the requests
+     * @return the server; close it
+     * @throws IllegalArgumentException if {@code largestReply} is negative or above 2^31 - 8 less the header
+     */
+    public static RpcServer start(InetSocketAddress local, MessageChannel.Config config, int largestReply, Handler handler) {
+        if (largestReply < -1 || largestReply > Integer.MAX_VALUE - 8 - RpcClient.HEADER) {
+            throw new IllegalArgumentException("the largest reply must be in [0, 2^31 - 8 - " + RpcClient.HEADER + "], not " + largestReply);
+        }
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(handler, "handler");
+        return new RpcServer(Listener.bind(local, 64), config, largestReply, handler);
+    }
+
+    private RpcServer(Listener listener, MessageChannel.Config config, int largestReply, Handler handler) {
         this.listener = listener;
-        this.config = Objects.requireNonNull(config, "config");
-        this.handler = Objects.requireNonNull(handler, "handler");
+        this.config = config;
+        this.handler = handler;
+        this.largestReply = largestReply;
         this.acceptor = Thread.ofVirtual().name("rpc-server " + listener.localAddress()).start(this::acceptAll);
     }
 
@@ -67,9 +100,12 @@ public final class RpcServer implements AutoCloseable {
         return listener.localAddress();
     }
 
-    /** {@return the largest response a handler may write} (the channels' message size less the header) */
+    /**
+     * {@return the largest response a handler may write}: the channels' message size less the
+     * header, or the largest reply the server was started with
+     */
     public int maxPayloadSize() {
-        return config.messageSize - RpcClient.HEADER;
+        return largestReply >= 0 ? largestReply : config.messageSize - RpcClient.HEADER;
     }
 
     private void acceptAll() {
@@ -90,9 +126,12 @@ public final class RpcServer implements AutoCloseable {
     }
 
     private void serve(MessageChannel channel) {
+        // the reply's room: a slot, or the largest reply that both this server and the client allow
+        int room = largestReply < 0 ? channel.slotSize() - RpcClient.HEADER
+                : Math.max(0, Math.min(largestReply, channel.maxMessageSize() - RpcClient.HEADER));
         try {
             while (true) {
-                serveOne(channel);
+                serveOne(channel, room);
             }
         } catch (ChannelException | IllegalStateException e) {
             // the client went, or the server is closing (its rings freed under a handler)
@@ -107,42 +146,49 @@ public final class RpcServer implements AutoCloseable {
      * the JIT compiles it after a few hundred requests (the loop around it would be compiled only
      * after tens of thousands).
      */
-    private void serveOne(MessageChannel channel) {
-        MessageChannel.Received r = channel.receive(SLICE);
+    private void serveOne(MessageChannel channel, int room) {
+        MessageChannel.Received r = channel.receiveUntil(System.nanoTime() + SLICE_NANOS);
         if (r != null) {
-            try (r) {
-                answer(channel, r.segment());
+            try (r) { // released with the reply's post, or here when there is none
+                answer(channel, r, room);
             }
         }
     }
 
-    private void answer(MessageChannel channel, MemorySegment message) {
+    private void answer(MessageChannel channel, MessageChannel.Received request, int room) {
+        MemorySegment message = request.segment();
         if (message.byteSize() < RpcClient.HEADER) {
             return; // not a request of this protocol
         }
         long id = message.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-        MessageChannel.Outgoing out = channel.claim(SLICE);
+        MessageChannel.Outgoing out = channel.claim(RpcClient.HEADER + room, SLICE);
         while (out == null) { // the client returns credit as it reads replies
-            out = channel.claim(SLICE);
+            out = channel.claim(RpcClient.HEADER + room, SLICE);
         }
-        MemorySegment slot = out.segment();
+        try (MessageChannel.Outgoing reply = out) { // given back if the handler throws an Error
+            reply(request, message, id, reply, room);
+        }
+    }
+
+    /** Runs the handler on {@code message} into {@code out}'s room and posts the reply, releasing {@code request} first. */
+    private void reply(MessageChannel.Received request, MemorySegment message, long id, MessageChannel.Outgoing out, int room) {
+        MemorySegment m = out.segment();
         int status = RpcClient.OK;
         int length;
         try {
-            length = handler.handle(message.asSlice(RpcClient.HEADER), slot.asSlice(RpcClient.HEADER));
-            if (length < 0 || length > slot.byteSize() - RpcClient.HEADER) {
-                throw new IllegalStateException("the handler returned " + length + " bytes of a " + (slot.byteSize() - RpcClient.HEADER)
-                        + "-byte response");
+            length = handler.handle(message.asSlice(RpcClient.HEADER), m.asSlice(RpcClient.HEADER, room));
+            if (length < 0 || length > room) {
+                throw new IllegalStateException("the handler returned " + length + " bytes of a " + room + "-byte response");
             }
         } catch (Exception e) {
             status = RpcClient.FAILED;
             byte[] text = String.valueOf(e).getBytes(StandardCharsets.UTF_8);
-            length = (int) Math.min(text.length, slot.byteSize() - RpcClient.HEADER);
-            MemorySegment.copy(text, 0, slot, ValueLayout.JAVA_BYTE, RpcClient.HEADER, length);
+            length = Math.min(text.length, room);
+            MemorySegment.copy(text, 0, m, ValueLayout.JAVA_BYTE, RpcClient.HEADER, length);
         }
-        slot.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
-        slot.set(ValueLayout.JAVA_INT_UNALIGNED, 8, status);
-        out.commit(RpcClient.HEADER + length);
+        m.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 8, status);
+        out.commit(RpcClient.HEADER + length, request);
     }
 
     private static void closeQuietly(MessageChannel channel) {

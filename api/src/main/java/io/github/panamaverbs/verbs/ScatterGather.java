@@ -28,6 +28,8 @@ final class ScatterGather {
      * reregistration may move the region since), or the inline data.
      */
     private final MemorySegment[] memory;
+    /** The most bytes each entry may span from its start, in its region (for {@link #length}). */
+    private final long[] room;
     private int count;
 
     /**
@@ -43,6 +45,7 @@ final class ScatterGather {
         int capacity = (int) (sges.byteSize() / SGE_SIZE);
         this.regions = new MemoryRegion[capacity];
         this.memory = new MemorySegment[capacity];
+        this.room = new long[capacity];
         wr.set(ADDRESS, sgListOffset, sges);
     }
 
@@ -76,6 +79,7 @@ final class ScatterGather {
         write(index, region.address() + offset, length, region.lkey());
         regions[index] = region;
         memory[index] = in;
+        room[index] = in.byteSize() - offset;
         if (index == count) {
             setCount(count + 1);
         }
@@ -99,6 +103,21 @@ final class ScatterGather {
         regions[0] = null;
         memory[0] = data;
         setCount(1);
+    }
+
+    /** Changes the length of entry {@code index} (of a region), which keeps its start: checked against the region. */
+    void length(int index, int length) {
+        if (index < 0 || index >= count) {
+            throw new IndexOutOfBoundsException("SGE index " + index + " with " + count + " set");
+        }
+        if (regions[index] == null) {
+            throw new IllegalStateException("SGE " + index + " is inline data: set it again to change its length");
+        }
+        if (Integer.toUnsignedLong(length) > room[index]) {
+            throw new IndexOutOfBoundsException(Integer.toUnsignedString(length) + " bytes from SGE " + index + "'s start reach past "
+                    + regions[index] + " (" + room[index] + " bytes left in it)");
+        }
+        sges.set(JAVA_INT, index * SGE_SIZE + LENGTH, length);
     }
 
     void clear() {

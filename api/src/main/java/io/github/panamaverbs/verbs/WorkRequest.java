@@ -158,6 +158,27 @@ abstract sealed class WorkRequest<R extends WorkRequest<R>> permits SendRequest,
     }
 
     /**
+     * Changes the length of scatter/gather entry {@code index}, which keeps its region and start: the
+     * one change a prepared request needs to carry messages of other sizes from the same place (the
+     * new range is checked against the region, as when the entry was set; the region and its memory
+     * when the request is posted).
+     *
+     * @param index  the entry, from 0, less than {@link #sgeCount()}
+     * @param length the number of bytes (unsigned)
+     * @return this request
+     * @throws IndexOutOfBoundsException if {@code index} is out of range, or the range is not inside the entry's region
+     * @throws IllegalStateException     if the entry is inline data, or the request's memory was freed
+     */
+    public R sgeLength(int index, int length) {
+        try {
+            sgl.length(index, length);
+        } catch (IllegalStateException e) {
+            throw freed(e);
+        }
+        return self();
+    }
+
+    /**
      * Removes all scatter/gather entries (a zero-length message).
      *
      * @return this request

@@ -10,9 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.panamaverbs.cm.Listener;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
+import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -211,6 +214,138 @@ class MessageChannelIT {
             }
             sender.get(60, TimeUnit.SECONDS);
             assertNull(p.server().receive(Duration.ofMillis(100)));
+        }
+    }
+
+    private static final MethodHandle POLL = Linker.nativeLinker().downcallHandle(
+            Linker.nativeLinker().defaultLookup().find("poll").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+
+    /** poll(2) of {@code fd} for reading, at most {@code millis}: whether it became readable (an event loop's wait). */
+    private static boolean readable(int fd, int millis) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment pollfd = a.allocate(8, 4);
+            pollfd.set(ValueLayout.JAVA_INT, 0, fd);
+            pollfd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
+            return (int) POLL.invokeExact(pollfd, 1L, millis) > 0;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** The server's side driven as a caller's own event loop would: never blocking in the channel. */
+    private static int echoLoop(MessageChannel loop, int total) {
+        int fd = loop.eventFd();
+        int waits = 0;
+        for (int done = 0; done < total; done++) {
+            MessageChannel.Received next;
+            while ((next = loop.tryReceive()) == null) {
+                if (loop.arm() == 0) { // nothing came in between: wait for the descriptor
+                    assertTrue(readable(fd, 10_000), "an event within 10 s, message " + done);
+                    waits++;
+                }
+            }
+            try (MessageChannel.Received r = next) {
+                MessageChannel.Outgoing out;
+                while ((out = loop.tryClaim()) == null) { // back-pressure: the client's credit comes as it reads
+                    if (loop.arm() == 0) {
+                        assertTrue(readable(fd, 10_000), "credit within 10 s, message " + done);
+                    }
+                }
+                MemorySegment.copy(r.segment(), 0, out.segment(), 0, r.length());
+                out.commit(r.length());
+            }
+        }
+        return waits;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aLoopOfItsOwnDrivesAChannelWithoutBlocking(String provider) throws Exception {
+        int slots = 4;
+        try (Pair p = pair(provider, server -> new MessageChannel.Config().messageSize(256).slots(slots).busyPoll(!server));
+             Arena arena = Arena.ofShared()) {
+            MessageChannel client = p.client(); // busy-polling: no descriptor
+            MessageChannel loop = p.server();   // on events: its descriptor, for a loop of its own
+            assertEquals(-1, client.eventFd());
+            assertThrows(IllegalStateException.class, client::arm);
+            assertTrue(loop.eventFd() >= 0);
+            // back-pressure seen without waiting: the server's 4 receives are all the client may send
+            assertEquals(slots, client.sendable());
+            for (int k = 0; k < slots; k++) {
+                MessageChannel.Outgoing out = client.tryClaim();
+                assertNotNull(out, "claim " + k);
+                out.segment().copyFrom(message(k, k % 200, arena));
+                out.commit(k % 200);
+            }
+            assertNull(client.tryClaim(), "no credit left: null at once");
+            assertEquals(0, client.sendable());
+            assertNull(client.tryReceive());
+            int total = 300;
+            CompletableFuture<Integer> server = CompletableFuture.supplyAsync(() -> echoLoop(loop, total));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            for (int sent = slots, got = 0; got < total; ) {
+                if (sent < total) {
+                    MessageChannel.Outgoing out = client.tryClaim();
+                    if (out != null) {
+                        out.segment().copyFrom(message(sent, sent % 200, arena));
+                        out.commit(sent % 200);
+                        sent++;
+                    }
+                }
+                MessageChannel.Received r = client.tryReceive();
+                if (r != null) {
+                    try (r) {
+                        expect(r, got, got % 200);
+                    }
+                    got++;
+                }
+                assertTrue(System.nanoTime() < deadline, "echo " + got + " of " + total + " within 60 s");
+            }
+            server.get(60, TimeUnit.SECONDS);
+            // armed with nothing there: the descriptor stays quiet until a message comes, then it is readable
+            assertNull(loop.tryReceive());
+            assertEquals(0, loop.arm());
+            assertFalse(readable(loop.eventFd(), 300), "no event without a completion");
+            assertTrue(client.send(message(total, 10, arena), TIMEOUT));
+            assertTrue(readable(loop.eventFd(), 10_000), "the message's event");
+            try (MessageChannel.Received r = loop.tryReceive()) {
+                expect(r, total, 10);
+            }
+            p.client().close();
+            assertThrows(ChannelException.class, client::tryClaim);
+            assertThrows(ChannelException.class, client::poll);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void aClaimLargerThanASlotIsWrittenWhereItLeavesFrom(String provider) throws Exception {
+        try (Pair p = pair(provider, server -> new MessageChannel.Config().messageSize(512).slots(4).largestMessage(1 << 20))) {
+            // written into registered memory, read by the peer from there; one that turns out to fit a slot goes in one
+            for (int[] claimWrite : new int[][] {{1 << 20, 1 << 20}, {100_000, 513}, {100_000, 512}, {5000, 3}, {600_000, 600_000}}) {
+                MessageChannel.Outgoing out = p.client().claim(claimWrite[0], TIMEOUT);
+                assertEquals(claimWrite[0], out.segment().byteSize());
+                int n = claimWrite[1];
+                for (int i = 0; i < n; i++) {
+                    out.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 3 + n));
+                }
+                out.commit(n);
+                try (MessageChannel.Received r = p.server().receive(TIMEOUT)) {
+                    assertEquals(n, r.length());
+                    for (int i = 0; i < n; i++) {
+                        assertEquals((byte) (i * 3 + n), r.segment().get(ValueLayout.JAVA_BYTE, i), "byte " + i + " of " + n);
+                    }
+                }
+            }
+            // closed unused: its slot and credit come back (nothing polls meanwhile: nothing else changes them)
+            MessageChannel.Outgoing unused = p.client().claim(70_000, TIMEOUT);
+            assertThrows(IllegalArgumentException.class, () -> unused.commit(70_001));
+            int sendable = p.client().sendable();
+            unused.close();
+            assertEquals(sendable + 1, p.client().sendable());
+            assertThrows(IllegalStateException.class, () -> unused.commit(1));
+            assertThrows(IllegalArgumentException.class, () -> p.client().claim((1 << 20) + 1, TIMEOUT));
         }
     }
 

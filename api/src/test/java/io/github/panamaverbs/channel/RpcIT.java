@@ -26,7 +26,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@link RpcServer} and {@link RpcClient} on Soft-RoCE and SoftiWARP: replies checked byte for byte
- * (0 and 1 byte, a full payload; requests of a slot + 1 and 2 MiB by rendezvous), the handler's failure carried to the caller, a call that times out
+ * (0 and 1 byte, a full payload; requests of a slot + 1 and 2 MiB by rendezvous; replies of a slot + 1
+ * to 2 MiB by rendezvous), the handler's failure carried to the caller, a call that times out
  * while later ones succeed, 10,000 virtual threads calling on one client at once, and a server that
  * goes failing every pending call with the peer named; a peer process killed (SIGKILL) mid-call and
  * mid-send ({@link RpcPeer}) fails every pending call and the parked sender, naming it.
@@ -128,6 +129,68 @@ class RpcIT {
             assertEquals("cnysa", async.get(30, TimeUnit.SECONDS));
             CompletionException e = assertThrows(CompletionException.class, () -> client.callAsync(bytes("fail"), TIMEOUT).join());
             assertTrue(e.getCause() instanceof RpcException r && r.kind() == RpcException.Kind.REMOTE, String.valueOf(e.getCause()));
+        }
+    }
+
+    /**
+     * The handler of a server with large replies: a request of 4 bytes asks for that many bytes of
+     * {@link #pattern}; a larger request is echoed (as much as the room takes).
+     */
+    private static int sized(MemorySegment request, MemorySegment response) {
+        if (request.byteSize() == 4) {
+            int n = request.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+            if (n > response.byteSize()) {
+                throw new IllegalArgumentException(n + " bytes asked, " + response.byteSize() + " of room");
+            }
+            pattern(response, n);
+            return n;
+        }
+        int n = (int) Math.min(request.byteSize(), response.byteSize());
+        MemorySegment.copy(request, 0, response, 0, n);
+        return n;
+    }
+
+    private static void pattern(MemorySegment s, int n) {
+        for (int i = 0; i < n; i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 11 + n));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"rxe", "siw"})
+    void repliesLargerThanASlotComeByRendezvous(String provider) throws Exception {
+        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        int largest = 2 << 20; // the client's largest message: the handler's room is that less the header
+        try (RpcServer server = RpcServer.start(address, new MessageChannel.Config().messageSize(1024).slots(4), 3 << 20, RpcIT::sized);
+             RpcClient client = RpcClient.connect(address, new MessageChannel.Config().messageSize(1024).slots(4).largestMessage(largest), TIMEOUT);
+             Arena arena = Arena.ofConfined()) {
+            assertEquals(3 << 20, server.maxPayloadSize());
+            int room = largest - RpcClient.HEADER;
+            MemorySegment ask = arena.allocate(4);
+            // in a slot (copied there from the handler's room), one more than a slot, and the most;
+            // more calls than the 4 slots, so the server's registered rooms are reused
+            int[] sizes = {0, 1, client.maxPayloadSize(), client.maxPayloadSize() + 1, 100_000, room, 5000, 300_000, 12, 300_000, 70_000, 300_001};
+            for (int n : sizes) {
+                ask.set(ValueLayout.JAVA_INT_UNALIGNED, 0, n);
+                try (RpcClient.Response r = client.call(ask, TIMEOUT)) {
+                    assertEquals(n, r.length(), "reply of " + n);
+                    MemorySegment expected = arena.allocate(Math.max(1, n)).asSlice(0, n);
+                    pattern(expected, n);
+                    assertEquals(-1, expected.mismatch(r.segment()), "the bytes of a reply of " + n);
+                }
+            }
+            // more than the client takes: the handler's room is what the client takes, and its failure says so
+            ask.set(ValueLayout.JAVA_INT_UNALIGNED, 0, room + 1);
+            RpcException refused = assertThrows(RpcException.class, () -> client.call(ask, TIMEOUT));
+            assertEquals(RpcException.Kind.REMOTE, refused.kind());
+            assertTrue(refused.getMessage().contains((room + 1) + " bytes asked, " + room + " of room"), refused.getMessage());
+            // a large request and its large echo, both by rendezvous, every byte checked
+            MemorySegment large = arena.allocate(1 << 20);
+            pattern(large, (int) large.byteSize());
+            try (RpcClient.Response r = client.call(large, TIMEOUT)) {
+                assertEquals(large.byteSize(), r.length());
+                assertEquals(-1, large.mismatch(r.segment()));
+            }
         }
     }
 

@@ -13,7 +13,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -27,8 +26,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * another waiting caller to read on; the others park until their reply or their turn comes. A lone
  * caller thus posts, polls and takes its reply on its own thread, with no hand-over.
  *
- * <p>A request and a reply each travel as one message of the channel, with a 12-byte header (the
- * request's id, and the reply's status), in a slot up to {@link #maxPayloadSize()} bytes. A larger
+ * <p>A request and a reply each travel as one message of the channel, with a 4-byte header (the
+ * request's id, and the reply's status in its lowest bit), in a slot up to {@link #maxPayloadSize()} bytes. A larger
  * request, up to {@link #maxRequestSize()}, is written once into registered memory that the server
  * reads by the channel's rendezvous (an RDMA READ), and so is a larger reply of a server that allows
  * them ({@link RpcServer#start(InetSocketAddress, MessageChannel.Config, int, RpcServer.Handler)}),
@@ -38,11 +37,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class RpcClient implements AutoCloseable {
     /**
-     * The bytes of the header each request and reply carry in its channel message (the request id,
-     * then the status): a channel of {@link MessageChannel.Config#messageSize(int)} bytes carries
-     * requests and replies of up to that many bytes less these.
+     * The bytes of the header each request and reply carry in its channel message (one int: the
+     * request's id, shifted left, and the reply's status in the lowest bit): a channel of
+     * {@link MessageChannel.Config#messageSize(int)} bytes carries requests and replies of up to
+     * that many bytes less these.
      */
-    public static final int HEADER = 12;
+    public static final int HEADER = 4;
     static final int OK = 0;
     static final int FAILED = 1;
     private static final long READ_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -51,8 +51,8 @@ public final class RpcClient implements AutoCloseable {
 
     private final MessageChannel channel;
     private final AtomicReferenceArray<Call> calls = new AtomicReferenceArray<>(TABLE);
-    private final Map<Long, Call> overflow = new ConcurrentHashMap<>();
-    private final AtomicLong ids = new AtomicLong();
+    private final Map<Integer, Call> overflow = new ConcurrentHashMap<>();
+    private final AtomicInteger ids = new AtomicInteger();
     /** The callers waiting for their reply (in {@link #await}), the one reading the channel among them. */
     private final AtomicInteger awaiting = new AtomicInteger();
     /** Held by the caller that reads the channel. */
@@ -222,7 +222,7 @@ public final class RpcClient implements AutoCloseable {
 
     /** A call sent: its id, the thread that waits for it, and its reply or failure once settled. */
     private static final class Call {
-        final long id;
+        final int id;
         final Thread waiter = Thread.currentThread();
         /** The {@link Response}, or the {@link RpcException}; null until settled. */
         volatile Object outcome;
@@ -236,7 +236,7 @@ public final class RpcClient implements AutoCloseable {
             }
         }
 
-        Call(long id) {
+        Call(int id) {
             this.id = id;
         }
 
@@ -259,14 +259,14 @@ public final class RpcClient implements AutoCloseable {
 
     /** Makes {@code call} findable by its id, before its request is posted (the reply may come at once). */
     private void register(Call call) {
-        if (!calls.compareAndSet((int) call.id & (TABLE - 1), null, call)) {
+        if (!calls.compareAndSet(call.id & (TABLE - 1), null, call)) {
             overflow.put(call.id, call);
         }
     }
 
     /** Takes the call of reply {@code id}: null if it gave up waiting. */
-    private Call take(long id) {
-        int i = (int) id & (TABLE - 1);
+    private Call take(int id) {
+        int i = id & (TABLE - 1);
         Call c = calls.get(i);
         if (c != null && c.id == id && calls.compareAndSet(i, c, null)) {
             return c;
@@ -276,7 +276,7 @@ public final class RpcClient implements AutoCloseable {
 
     /** No reply is looked for any more for {@code call}. */
     private void forget(Call call) {
-        if (!calls.compareAndSet((int) call.id & (TABLE - 1), call, null)) {
+        if (!calls.compareAndSet(call.id & (TABLE - 1), call, null)) {
             overflow.remove(call.id, call);
         }
     }
@@ -303,7 +303,7 @@ public final class RpcClient implements AutoCloseable {
         return f;
     }
 
-    private RpcException timedOut(long id, Duration timeout) {
+    private RpcException timedOut(int id, Duration timeout) {
         return new RpcException(RpcException.Kind.TIMEOUT, "call " + id + " on " + channel + ": no reply within " + timeout, null);
     }
 
@@ -314,7 +314,7 @@ public final class RpcClient implements AutoCloseable {
             throw new IllegalArgumentException("a request of " + size + " bytes is larger than the "
                     + maxRequestSize() + " that " + channel + " carries (the server's largest message less the " + HEADER + "-byte header)");
         }
-        Call call = new Call(ids.incrementAndGet());
+        Call call = new Call(ids.incrementAndGet() & Integer.MAX_VALUE); // 31 bits: the header's int holds it shifted
         try {
             // in a slot, or, larger, in registered memory that the server reads by rendezvous: written once
             MessageChannel.Outgoing out = channel.claim(HEADER + (int) size, timeout);
@@ -322,8 +322,7 @@ public final class RpcClient implements AutoCloseable {
                 throw noCredit(call.id, timeout);
             }
             MemorySegment m = out.segment();
-            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, call.id);
-            m.set(ValueLayout.JAVA_INT_UNALIGNED, 8, OK);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 0, call.id << 1 | OK);
             MemorySegment.copy(request, 0, m, HEADER, size);
             enter(call, out);
             out.commit(HEADER + (int) size);
@@ -345,7 +344,7 @@ public final class RpcClient implements AutoCloseable {
         }
     }
 
-    private RpcException noCredit(long id, Duration timeout) {
+    private RpcException noCredit(int id, Duration timeout) {
         return new RpcException(RpcException.Kind.TIMEOUT, "call " + id + " on " + channel
                 + ": no credit to send within " + timeout + " (the server is not keeping up)", null);
     }
@@ -377,8 +376,9 @@ public final class RpcClient implements AutoCloseable {
             channel.close();
             return false;
         }
-        long id = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-        int status = m.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
+        int word = m.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+        int id = word >>> 1;
+        int status = word & 1;
         Call call = take(id);
         if (call == null) {
             r.close(); // a call that timed out
@@ -404,7 +404,7 @@ public final class RpcClient implements AutoCloseable {
                 c.finish(e);
             }
         }
-        for (Long id : overflow.keySet()) {
+        for (Integer id : overflow.keySet()) {
             Call c = overflow.remove(id);
             if (c != null) {
                 c.finish(e);

@@ -160,7 +160,7 @@ public final class RpcServer implements AutoCloseable {
         if (message.byteSize() < RpcClient.HEADER) {
             return; // not a request of this protocol
         }
-        long id = message.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        int id = message.get(ValueLayout.JAVA_INT_UNALIGNED, 0) & ~1; // the request's id, shifted: the reply's status goes below it
         MessageChannel.Outgoing out = channel.claim(RpcClient.HEADER + room, SLICE);
         while (out == null) { // the client returns credit as it reads replies
             out = channel.claim(RpcClient.HEADER + room, SLICE);
@@ -171,7 +171,7 @@ public final class RpcServer implements AutoCloseable {
     }
 
     /** Runs the handler on {@code message} into {@code out}'s room and posts the reply, releasing {@code request} first. */
-    private void reply(MessageChannel.Received request, MemorySegment message, long id, MessageChannel.Outgoing out, int room) {
+    private void reply(MessageChannel.Received request, MemorySegment message, int id, MessageChannel.Outgoing out, int room) {
         MemorySegment m = out.segment();
         int status = RpcClient.OK;
         int length;
@@ -186,8 +186,7 @@ public final class RpcServer implements AutoCloseable {
             length = Math.min(text.length, room);
             MemorySegment.copy(text, 0, m, ValueLayout.JAVA_BYTE, RpcClient.HEADER, length);
         }
-        m.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, 8, status);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 0, id | status);
         out.commit(RpcClient.HEADER + length, request);
     }
 

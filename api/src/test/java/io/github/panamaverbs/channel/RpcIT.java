@@ -87,7 +87,7 @@ class RpcIT {
         try (RpcServer server = RpcServer.start(address, config, RpcIT::reverse);
              RpcClient client = RpcClient.connect(address, config, TIMEOUT);
              Arena arena = Arena.ofConfined()) {
-            assertEquals(1024 - 12, client.maxPayloadSize());
+            assertEquals(1024 - RpcClient.HEADER, client.maxPayloadSize());
             assertEquals("olleh", text(client.call(bytes("hello"), TIMEOUT)));
             assertEquals("", text(client.call(MemorySegment.ofArray(new byte[0]), TIMEOUT)));
             assertEquals("x", text(client.call(bytes("x"), TIMEOUT)));
@@ -102,7 +102,7 @@ class RpcIT {
                 }
             }
             // requests larger than a slot: by rendezvous, the handler sees every byte
-            assertEquals((2 << 20) - 12, client.maxRequestSize());
+            assertEquals((2 << 20) - RpcClient.HEADER, client.maxRequestSize());
             for (long size : new long[] {client.maxPayloadSize() + 1, client.maxRequestSize()}) {
                 MemorySegment large = arena.allocate(size);
                 for (int i = 0; i < size; i++) {
@@ -259,16 +259,16 @@ class RpcIT {
     /** The channels of the tests with a peer process ({@link RpcPeer}, which uses them too). */
     static final MessageChannel.Config DEATH_CONFIG = new MessageChannel.Config().messageSize(256).slots(4);
 
-    /** Starts {@link RpcPeer} in {@code mode} on {@code address} and waits for its line saying it is ready. */
-    private static Process peer(String mode, InetSocketAddress address, String ready) throws Exception {
+    /** {@link RpcPeer}: an RPC server at {@code server} and a channel sink at {@code sink}, once it serves. */
+    private static Process peer(InetSocketAddress server, InetSocketAddress sink) throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
         Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), RpcPeer.class.getName(), mode,
-                address.getAddress().getHostAddress(), Integer.toString(address.getPort()))
+                "-cp", System.getProperty("java.class.path"), RpcPeer.class.getName(), server.getAddress().getHostAddress(),
+                Integer.toString(server.getPort()), Integer.toString(sink.getPort()))
                 .redirectErrorStream(true).start();
         var out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         String line = out.readLine();
-        assertTrue(line != null && line.startsWith(ready), "the peer process says: " + line);
+        assertTrue(line != null && line.startsWith("SERVING"), "the peer process says: " + line);
         return p;
     }
 
@@ -303,57 +303,30 @@ class RpcIT {
         }
     }
 
+    /**
+     * One peer process that serves calls and sinks a channel, killed (SIGKILL) while 20 calls wait
+     * for replies and a send waits for credit: every pending call and the parked send fail, naming
+     * the peer, within a minute (one process for both, as each costs the emulated CPU seconds to start).
+     */
     @ParameterizedTest
     @ValueSource(strings = {"rxe", "siw"})
-    void aServerProcessKilledMidCallFailsEveryPendingCall(String provider) throws Exception {
+    void aPeerProcessKilledFailsEveryPendingCallAndTheParkedSender(String provider) throws Exception {
         InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
-        Process server = peer("server", address, "SERVING");
+        InetSocketAddress sinkAddress = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
+        Process peer = peer(address, sinkAddress);
         jdk.jfr.Recording recording = recording();
-        try (recording; RpcClient client = RpcClient.connect(address, DEATH_CONFIG, TIMEOUT)) {
+        try (recording; RpcClient client = RpcClient.connect(address, DEATH_CONFIG, TIMEOUT);
+             MessageChannel channel = MessageChannel.connect(sinkAddress, DEATH_CONFIG, TIMEOUT)) {
+            // mid-call: 20 calls the server never answers
             assertEquals("ok", text(client.call(bytes("ok"), TIMEOUT)));
             List<CompletableFuture<RpcClient.Response>> pending = new ArrayList<>();
             for (int i = 0; i < 20; i++) {
                 pending.add(client.callAsync(bytes("hang"), Duration.ofSeconds(120)));
             }
-            Thread.sleep(1000);
-            long killedAt = System.nanoTime();
-            server.destroyForcibly().waitFor();
-            for (CompletableFuture<RpcClient.Response> f : pending) {
-                java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
-                        () -> f.get(90, TimeUnit.SECONDS));
-                RpcException r = (RpcException) e.getCause();
-                assertEquals(RpcException.Kind.CLOSED, r.kind(), r.getMessage());
-                assertTrue(r.getMessage().contains(named(address)), r.getMessage());
-            }
-            long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - killedAt);
-            assertTrue(seconds < 60, "the pending calls failed " + seconds + " s after the kill");
-            assertEquals(RpcException.Kind.CLOSED, assertThrows(RpcException.class, () -> client.call(bytes("x"), TIMEOUT)).kind());
-            // Flight Recorder: the channel's making and end, and one event per failed call (21), none per message
-            List<jdk.jfr.consumer.RecordedEvent> open = events(recording, "ChannelOpen", address);
-            assertEquals(1, open.size(), open.toString());
-            assertEquals("client", open.get(0).getString("side"));
-            List<jdk.jfr.consumer.RecordedEvent> end = events(recording, "ChannelEnd", address);
-            assertEquals(1, end.size(), end.toString());
-            assertTrue(end.get(0).getString("reason").contains(named(address)), end.toString());
-            List<jdk.jfr.consumer.RecordedEvent> errors = events(recording, "RpcError", address);
-            assertEquals(21, errors.size(), errors.toString());
-            assertTrue(errors.stream().allMatch(e -> e.getString("kind").equals("CLOSED") && e.getString("message").contains(named(address))),
-                    errors.toString());
-        } finally {
-            server.destroyForcibly();
-        }
-    }
-
-    @ParameterizedTest
-    @ValueSource(strings = {"rxe", "siw"})
-    void aReceiverProcessKilledFailsTheSenderParkedForCredit(String provider) throws Exception {
-        InetSocketAddress address = new InetSocketAddress(ip(provider), PORT.incrementAndGet());
-        Process sink = peer("sink", address, "LISTENING");
-        jdk.jfr.Recording recording = recording();
-        try (recording; MessageChannel channel = MessageChannel.connect(address, DEATH_CONFIG, TIMEOUT)) {
+            // mid-send: the sink never receives, so its ring fills and a fifth send waits for credit
             MemorySegment message = bytes("credit");
             int sent = 0;
-            while (channel.send(message, Duration.ofSeconds(2))) { // the peer never receives: its ring fills
+            while (channel.send(message, Duration.ofSeconds(2))) {
                 sent++;
                 assertTrue(sent <= 4, "the sink's 4 slots took " + sent + " messages");
             }
@@ -369,18 +342,37 @@ class RpcIT {
             Thread.sleep(1000);
             assertTrue(!parked.isDone(), "the fifth send waits for credit");
             long killedAt = System.nanoTime();
-            sink.destroyForcibly().waitFor();
+            peer.destroyForcibly().waitFor();
+            for (CompletableFuture<RpcClient.Response> f : pending) {
+                java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> f.get(90, TimeUnit.SECONDS));
+                RpcException r = (RpcException) e.getCause();
+                assertEquals(RpcException.Kind.CLOSED, r.kind(), r.getMessage());
+                assertTrue(r.getMessage().contains(named(address)), r.getMessage());
+            }
             java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
                     () -> parked.get(90, TimeUnit.SECONDS));
             ChannelException c = (ChannelException) e.getCause();
-            assertTrue(c.getMessage().contains(named(address)), c.getMessage());
+            assertTrue(c.getMessage().contains(named(sinkAddress)), c.getMessage());
             long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - killedAt);
-            assertTrue(seconds < 60, "the parked send failed " + seconds + " s after the kill");
-            // Flight Recorder: the two sends that waited (one timed out, one ended by the kill), not the four that did not
-            List<String> stalls = events(recording, "CreditStall", address).stream().map(ev -> ev.getString("outcome")).toList();
+            assertTrue(seconds < 60, "the pending calls and the parked send failed " + seconds + " s after the kill");
+            assertEquals(RpcException.Kind.CLOSED, assertThrows(RpcException.class, () -> client.call(bytes("x"), TIMEOUT)).kind());
+            // Flight Recorder: the channel's making and end, and one event per failed call (21), none per message
+            List<jdk.jfr.consumer.RecordedEvent> open = events(recording, "ChannelOpen", address);
+            assertEquals(1, open.size(), open.toString());
+            assertEquals("client", open.get(0).getString("side"));
+            List<jdk.jfr.consumer.RecordedEvent> end = events(recording, "ChannelEnd", address);
+            assertEquals(1, end.size(), end.toString());
+            assertTrue(end.get(0).getString("reason").contains(named(address)), end.toString());
+            List<jdk.jfr.consumer.RecordedEvent> errors = events(recording, "RpcError", address);
+            assertEquals(21, errors.size(), errors.toString());
+            assertTrue(errors.stream().allMatch(ev -> ev.getString("kind").equals("CLOSED") && ev.getString("message").contains(named(address))),
+                    errors.toString());
+            // and the two sends that waited (one timed out, one ended by the kill), not the four that did not
+            List<String> stalls = events(recording, "CreditStall", sinkAddress).stream().map(ev -> ev.getString("outcome")).toList();
             assertEquals(List.of("timed out", "the channel ended"), stalls);
         } finally {
-            sink.destroyForcibly();
+            peer.destroyForcibly();
         }
     }
 }

@@ -8,34 +8,31 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /**
- * The peer process that {@link RpcIT} kills (SIGKILL) on {@code ip port}. {@code server}: an
- * {@link RpcServer} whose handler never answers "hang" (it sleeps) and answers anything else with
- * its bytes; prints "SERVING". {@code sink}: accepts one {@link MessageChannel} of 4 slots and never
- * receives on it, so that the peer's sends use up their credit; prints "ACCEPTED".
+ * The peer process that {@link RpcIT} kills (SIGKILL), given {@code ip serverPort sinkPort}: an
+ * {@link RpcServer} on the first port whose handler never answers "hang" (it sleeps) and answers
+ * anything else with its bytes, and a listener on the second that accepts one {@link MessageChannel}
+ * of 4 slots and never receives on it, so that the peer's sends use up their credit. Prints
+ * "SERVING" once both listen, then "ACCEPTED".
  */
 public final class RpcPeer {
     private RpcPeer() {
     }
 
     public static void main(String[] args) throws Exception {
-        InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(args[1]), Integer.parseInt(args[2]));
-        warmUp(address.getAddress());
-        if (args[0].equals("server")) {
-            RpcServer server = RpcServer.start(address, RpcIT.DEATH_CONFIG, (request, response) -> {
-                if (new String(request.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8).equals("hang")) {
-                    Thread.sleep(Long.MAX_VALUE);
-                }
-                MemorySegment.copy(request, 0, response, 0, request.byteSize());
-                return (int) request.byteSize();
-            });
-            System.out.println("SERVING " + server.localAddress());
-        } else {
-            Listener listener = Listener.bind(address, 4);
-            System.out.println("LISTENING");
-            System.out.flush();
-            MessageChannel channel = MessageChannel.accept(listener, RpcIT.DEATH_CONFIG, Duration.ofSeconds(120));
-            System.out.println("ACCEPTED " + channel);
-        }
+        InetAddress ip = InetAddress.getByName(args[0]);
+        warmUp(ip);
+        RpcServer server = RpcServer.start(new InetSocketAddress(ip, Integer.parseInt(args[1])), RpcIT.DEATH_CONFIG, (request, response) -> {
+            if (new String(request.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8).equals("hang")) {
+                Thread.sleep(Long.MAX_VALUE);
+            }
+            MemorySegment.copy(request, 0, response, 0, request.byteSize());
+            return (int) request.byteSize();
+        });
+        Listener sink = Listener.bind(new InetSocketAddress(ip, Integer.parseInt(args[2])), 4);
+        System.out.println("SERVING " + server.localAddress() + ", sinking on " + sink.localAddress());
+        System.out.flush();
+        MessageChannel channel = MessageChannel.accept(sink, RpcIT.DEATH_CONFIG, Duration.ofSeconds(120)); // never receives
+        System.out.println("ACCEPTED " + channel);
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
     }

@@ -18,8 +18,8 @@ import java.util.Arrays;
 
 /**
  * {@code rpc-ping -T}: the same calls over a TCP socket of the JDK's ({@link Socket}, blocking, no
- * Nagle), the reference line beside the RDMA figures. Each request and reply is framed as the RPC
- * layer's are: a 12-byte header (the call's id, then the payload's length) and the payload; the
+ * Nagle), the reference line beside the RDMA figures. Each request and reply is framed with a
+ * 12-byte header of its own (the call's id, then the payload's length) and the payload; the
  * server answers each request with its own bytes, on a thread per connection.
  */
 final class TcpPing {

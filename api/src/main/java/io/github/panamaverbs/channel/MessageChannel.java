@@ -896,6 +896,9 @@ public final class MessageChannel implements AutoCloseable {
         if (!receivers.tryAcquire() && !admit(receivers, deadline)) {
             return null;
         }
+        // no other thread polls: this one polls until its message comes, with no hand-over between
+        // turns (the threads waiting meanwhile are woken by what it handles, as by any poller)
+        boolean polling = poller.compareAndSet(false, true);
         try {
             while (true) {
                 long seen;
@@ -910,11 +913,20 @@ public final class MessageChannel implements AutoCloseable {
                 } finally {
                     lock.unlock();
                 }
-                if (!progress(deadline, seen)) {
+                if (polling) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return null;
+                    }
+                    pollAsPoller(left); // a queue closed under it breaks the channel: check() throws next turn
+                } else if (!progress(deadline, seen)) {
                     return null;
                 }
             }
         } finally {
+            if (polling) {
+                letPollerGo();
+            }
             receivers.release();
         }
     }
@@ -980,26 +992,7 @@ public final class MessageChannel implements AutoCloseable {
         }
         if (poller.compareAndSet(false, true)) {
             try {
-                int n;
-                if (setup.config.busyPoll) {
-                    // spin as C's loops and perftest's do: no PAUSE (on an emulated CPU it leaves the
-                    // translated code at each turn, and slows the peer's kernel too), no lock until
-                    // something completed; the deadline is looked at every BUSY_SPINS polls
-                    int spins = 0;
-                    while ((n = setup.cq.poll(batch)) == 0 && ++spins < BUSY_SPINS) {
-                        // poll again
-                    }
-                } else {
-                    n = awaitCompletions(Math.min(left, SLICE_NANOS));
-                }
-                if (n > 0) {
-                    handle(n);
-                }
-            } catch (IllegalStateException e) {
-                if (Thread.currentThread().isInterrupted()) {
-                    throw new ChannelException(name + ": interrupted while waiting");
-                }
-                closedUnder();
+                pollAsPoller(left);
             } finally {
                 letPollerGo();
             }
@@ -1024,6 +1017,38 @@ public final class MessageChannel implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /**
+     * One turn of the poller (the thread that holds {@link #poller}): polls, or waits on the events
+     * at most {@code left} nanoseconds, and handles what completed. A queue closed under it breaks
+     * the channel: then it returns false.
+     */
+    private boolean pollAsPoller(long left) {
+        try {
+            int n;
+            if (setup.config.busyPoll) {
+                // spin as C's loops and perftest's do: no PAUSE (on an emulated CPU it leaves the
+                // translated code at each turn, and slows the peer's kernel too), no lock until
+                // something completed; the deadline is looked at every BUSY_SPINS polls
+                int spins = 0;
+                while ((n = setup.cq.poll(batch)) == 0 && ++spins < BUSY_SPINS) {
+                    // poll again
+                }
+            } else {
+                n = awaitCompletions(Math.min(left, SLICE_NANOS));
+            }
+            if (n > 0) {
+                handle(n);
+            }
+            return true;
+        } catch (IllegalStateException e) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new ChannelException(name + ": interrupted while waiting");
+            }
+            closedUnder();
+            return false;
+        }
     }
 
     /**
@@ -1472,6 +1497,33 @@ public final class MessageChannel implements AutoCloseable {
      */
     private int oneSided(SendOpcode opcode, MemoryRegion local, long localOffset, int length, long remote, int rkey,
                          long compareAdd, long swap) {
+        if (poller.compareAndSet(false, true)) {
+            // no other thread polls: post, then poll for this operation here, with no hand-over
+            int op = -1;
+            try {
+                lock.lock();
+                try {
+                    check();
+                    op = postOneSided(opcode, local, localOffset, length, remote, rkey, compareAdd, swap);
+                } finally {
+                    lock.unlock();
+                }
+                if (op >= 0) {
+                    while (!opDone[op] && pollAsPoller(SLICE_NANOS)) { // opDone and opStatus: written by this thread, the poller
+                        // poll again
+                    }
+                }
+            } finally {
+                letPollerGo();
+            }
+            if (op >= 0) {
+                if (opDone[op] && opStatus[op] == WcStatus.SUCCESS) {
+                    return op;
+                }
+                return failedOp(op);
+            }
+            // every operation slot is taken: wait for one as the other callers do
+        }
         long forever = System.nanoTime() + Long.MAX_VALUE / 2;
         int op;
         long seen;
@@ -1480,23 +1532,8 @@ public final class MessageChannel implements AutoCloseable {
             try {
                 check();
                 seen = progressed;
-                if (!freeOps.isEmpty()) {
-                    op = freeOps.pop();
-                    opDone[op] = false;
-                    opStatus[op] = null;
-                    SendRequest r = ops[op].opcode(opcode);
-                    try {
-                        if (local == null) {
-                            r.sge(setup.scratch, 8L * op, 8).atomic(remote, rkey, compareAdd, swap);
-                        } else {
-                            r.sge(local, localOffset, length).rdma(remote, rkey); // the local range is checked here
-                        }
-                        connection.queuePair().postSend(r);
-                    } catch (RuntimeException e) {
-                        freeOps.push(op);
-                        throw e;
-                    }
-                    wakeForAll();
+                op = postOneSided(opcode, local, localOffset, length, remote, rkey, compareAdd, swap);
+                if (op >= 0) {
                     break;
                 }
             } finally {
@@ -1509,12 +1546,8 @@ public final class MessageChannel implements AutoCloseable {
             lock.lock();
             try {
                 if (opDone[op]) {
-                    WcStatus status = opStatus[op];
-                    if (status != WcStatus.SUCCESS) {
-                        freeOps.push(op);
-                        advanced();
-                        check();
-                        throw new ChannelException(name + ": " + describe(ops[op]) + " failed with " + status);
+                    if (opStatus[op] != WcStatus.SUCCESS) {
+                        return failedOp(op);
                     }
                     return op;
                 }
@@ -1522,6 +1555,52 @@ public final class MessageChannel implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
+        }
+    }
+
+    /**
+     * Takes a free operation slot and posts the one-sided operation in it (see {@link #oneSided});
+     * returns the slot, or -1 if none is free; under lock.
+     */
+    private int postOneSided(SendOpcode opcode, MemoryRegion local, long localOffset, int length, long remote, int rkey,
+                             long compareAdd, long swap) {
+        if (freeOps.isEmpty()) {
+            return -1;
+        }
+        int op = freeOps.pop();
+        opDone[op] = false;
+        opStatus[op] = null;
+        SendRequest r = ops[op].opcode(opcode);
+        try {
+            if (local == null) {
+                r.sge(setup.scratch, 8L * op, 8).atomic(remote, rkey, compareAdd, swap);
+            } else {
+                r.sge(local, localOffset, length).rdma(remote, rkey); // the local range is checked here
+            }
+            connection.queuePair().postSend(r);
+        } catch (RuntimeException e) {
+            freeOps.push(op);
+            throw e;
+        }
+        wakeForAll();
+        return op;
+    }
+
+    /**
+     * The operation in slot {@code op} failed, or the queue closed before it completed: the slot
+     * comes back if it completed, and the channel's error (or the operation's status) is thrown.
+     */
+    private int failedOp(int op) {
+        lock.lock();
+        try {
+            if (opDone[op]) {
+                freeOps.push(op);
+                advanced();
+            }
+            check();
+            throw new ChannelException(name + ": " + describe(ops[op]) + " failed with " + opStatus[op]);
+        } finally {
+            lock.unlock();
         }
     }
 

@@ -650,13 +650,29 @@ public final class MessageChannel implements AutoCloseable {
      * @throws ChannelException         if the channel is closed or broken
      */
     public Outgoing claim(int size, Duration timeout) {
+        return claimUntil(size, deadline(timeout));
+    }
+
+    /** {@link #claim(int, Duration)} for at most {@code nanos}: the clock is read only when there is no slot or credit now. */
+    Outgoing claimFor(int size, long nanos) {
+        if (size >= 0 && size <= slotMessage) {
+            Outgoing out = takeSlot();
+            if (out != null) {
+                return out;
+            }
+        }
+        return claimUntil(size, System.nanoTime() + nanos);
+    }
+
+    /** {@link #claim(int, Duration)} until {@code deadline} ({@link System#nanoTime()}). */
+    Outgoing claimUntil(int size, long deadline) {
         if (size < 0 || size > maxMessage) {
             throw size < 0 ? new IllegalArgumentException("negative size " + size) : tooLarge(size, maxMessage);
         }
         if (size <= slotMessage) {
-            return claim(timeout);
+            Outgoing out = takeSlot();
+            return out != null ? out : claimUntil(deadline);
         }
-        long deadline = deadline(timeout);
         Staged copy = stage(size, deadline);
         if (copy == null) {
             return null;
@@ -889,17 +905,34 @@ public final class MessageChannel implements AutoCloseable {
 
     /** {@link #receive(Duration)} until {@code deadline} ({@link System#nanoTime()}). */
     Received receiveUntil(long deadline) {
-        Received r = arrivedNow();
-        if (r != null) {
-            return r;
-        }
-        if (!receivers.tryAcquire() && !admit(receivers, deadline)) {
-            return null;
+        Received r;
+        if (!receivers.tryAcquire()) {
+            r = arrivedNow(); // given without waiting at the gate
+            if (r != null || !admit(receivers, deadline)) {
+                return r;
+            }
         }
         // no other thread polls: this one polls until its message comes, with no hand-over between
-        // turns (the threads waiting meanwhile are woken by what it handles, as by any poller)
+        // turns (the threads waiting meanwhile are woken by what it handles, as by any poller), and
+        // takes it under the lock that handled its completion
         boolean polling = poller.compareAndSet(false, true);
         try {
+            if (polling) {
+                while (true) {
+                    long left = deadline - System.nanoTime();
+                    r = arrivedNow(); // a queue closed under a poll breaks the channel: this throws then
+                    if (r != null) {
+                        return r;
+                    }
+                    if (left <= 0) {
+                        return null;
+                    }
+                    r = pollForMessage(left);
+                    if (r != null) {
+                        return r;
+                    }
+                }
+            }
             while (true) {
                 long seen;
                 lock.lock();
@@ -913,13 +946,7 @@ public final class MessageChannel implements AutoCloseable {
                 } finally {
                     lock.unlock();
                 }
-                if (polling) {
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) {
-                        return null;
-                    }
-                    pollAsPoller(left); // a queue closed under it breaks the channel: check() throws next turn
-                } else if (!progress(deadline, seen)) {
+                if (!progress(deadline, seen)) {
                     return null;
                 }
             }
@@ -1025,29 +1052,59 @@ public final class MessageChannel implements AutoCloseable {
      * the channel: then it returns false.
      */
     private boolean pollAsPoller(long left) {
+        int n = pollTurn(left);
+        if (n > 0) {
+            handle(n);
+        }
+        return n >= 0;
+    }
+
+    /**
+     * {@link #pollAsPoller}, which also takes the next message that arrived, under the lock that
+     * handled the completions: the message, or null.
+     */
+    private Received pollForMessage(long left) {
+        int n = pollTurn(left);
+        if (n <= 0) {
+            return null;
+        }
+        lock.lock();
         try {
-            int n;
+            for (int i = 0; i < n; i++) {
+                completed(i);
+            }
+            advanced();
+            return nextArrived();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The poller's reading of the queue: busy polls, or a wait on the events of at most {@code left}
+     * nanoseconds. Returns the completions polled into {@link #batch}, or -1 when the queue closed
+     * under it (the channel is broken then).
+     */
+    private int pollTurn(long left) {
+        try {
             if (setup.config.busyPoll) {
                 // spin as C's loops and perftest's do: no PAUSE (on an emulated CPU it leaves the
                 // translated code at each turn, and slows the peer's kernel too), no lock until
                 // something completed; the deadline is looked at every BUSY_SPINS polls
+                int n;
                 int spins = 0;
                 while ((n = setup.cq.poll(batch)) == 0 && ++spins < BUSY_SPINS) {
                     // poll again
                 }
-            } else {
-                n = awaitCompletions(Math.min(left, SLICE_NANOS));
+                return n;
             }
-            if (n > 0) {
-                handle(n);
-            }
-            return true;
+            return awaitCompletions(Math.min(left, SLICE_NANOS));
         } catch (IllegalStateException e) {
             if (Thread.currentThread().isInterrupted()) {
                 throw new ChannelException(name + ": interrupted while waiting");
             }
             closedUnder();
-            return false;
+            return -1;
         }
     }
 

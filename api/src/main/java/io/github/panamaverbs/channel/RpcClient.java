@@ -119,7 +119,7 @@ public final class RpcClient implements AutoCloseable {
         long deadline = System.nanoTime() + Objects.requireNonNull(timeout, "timeout").toNanos();
         Call call;
         try {
-            call = send(request, timeout);
+            call = send(request, deadline, timeout);
         } catch (RpcException e) {
             throw failed(e);
         }
@@ -165,9 +165,13 @@ public final class RpcClient implements AutoCloseable {
             }
             if (reading.tryLock()) {
                 try {
-                    while (call.outcome == null && deadline - System.nanoTime() > 0) {
-                        if (readOnce(Math.min(deadline, System.nanoTime() + READ_SLICE_NANOS)) && Thread.currentThread().isVirtual()) {
+                    for (long now = System.nanoTime(); call.outcome == null && deadline - now > 0; ) {
+                        if (readOnce(deadline - now > READ_SLICE_NANOS ? now + READ_SLICE_NANOS : deadline)
+                                && Thread.currentThread().isVirtual()) {
                             Thread.yield(); // the caller just woken may run (and call again) on this carrier
+                        }
+                        if (call.outcome == null) {
+                            now = System.nanoTime();
                         }
                     }
                 } finally {
@@ -308,7 +312,7 @@ public final class RpcClient implements AutoCloseable {
     }
 
     /** Sends one request, its call registered first. */
-    private Call send(MemorySegment request, Duration timeout) {
+    private Call send(MemorySegment request, long deadline, Duration timeout) {
         long size = request.byteSize();
         if (size > maxRequestSize()) {
             throw new IllegalArgumentException("a request of " + size + " bytes is larger than the "
@@ -317,7 +321,7 @@ public final class RpcClient implements AutoCloseable {
         Call call = new Call(ids.incrementAndGet() & Integer.MAX_VALUE); // 31 bits: the header's int holds it shifted
         try {
             // in a slot, or, larger, in registered memory that the server reads by rendezvous: written once
-            MessageChannel.Outgoing out = channel.claim(HEADER + (int) size, timeout);
+            MessageChannel.Outgoing out = channel.claimUntil(HEADER + (int) size, deadline);
             if (out == null) {
                 throw noCredit(call.id, timeout);
             }

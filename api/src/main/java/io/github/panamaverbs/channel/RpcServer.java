@@ -161,9 +161,9 @@ public final class RpcServer implements AutoCloseable {
             return; // not a request of this protocol
         }
         int id = message.get(ValueLayout.JAVA_INT_UNALIGNED, 0) & ~1; // the request's id, shifted: the reply's status goes below it
-        MessageChannel.Outgoing out = channel.claim(RpcClient.HEADER + room, SLICE);
+        MessageChannel.Outgoing out = channel.claimFor(RpcClient.HEADER + room, SLICE_NANOS);
         while (out == null) { // the client returns credit as it reads replies
-            out = channel.claim(RpcClient.HEADER + room, SLICE);
+            out = channel.claimFor(RpcClient.HEADER + room, SLICE_NANOS);
         }
         try (MessageChannel.Outgoing reply = out) { // given back if the handler throws an Error
             reply(request, message, id, reply, room);

@@ -1070,10 +1070,7 @@ public final class MessageChannel implements AutoCloseable {
         }
         lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
-                completed(i);
-            }
-            advanced();
+            completedAll(n);
             return nextArrived();
         } finally {
             lock.unlock();
@@ -1150,13 +1147,18 @@ public final class MessageChannel implements AutoCloseable {
     private void handle(int n) {
         lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
-                completed(i);
-            }
-            advanced();
+            completedAll(n);
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The {@code n} completions of {@link #batch}, and the waiting threads woken; under lock. */
+    private void completedAll(int n) {
+        for (int i = 0; i < n; i++) {
+            completed(i);
+        }
+        advanced();
     }
 
     /** Something a thread may wait for happened: counted, and the waiting threads woken; under lock. */
